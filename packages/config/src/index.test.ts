@@ -1,0 +1,28 @@
+import { describe, expect, it } from 'vitest'
+import { ConfigError, loadConfig } from './index.js'
+
+describe('loadConfig', () => {
+  it('has defaults that work against local services', () => {
+    const config = loadConfig({})
+    expect(config.DATABASE_URL).toBe('postgres://postgres@127.0.0.1:5432/threadline')
+    expect(config.REDIS_URL).toBe('redis://127.0.0.1:6379')
+    expect(config.PORT).toBe(3000)
+    expect(config.WEBHOOK_ALLOW_PRIVATE).toBe(false)
+    expect(config.UPSTREAM_URL).toBeUndefined()
+  })
+
+  it('does not read "false" as true', () => {
+    expect(loadConfig({ WEBHOOK_ALLOW_PRIVATE: 'false' }).WEBHOOK_ALLOW_PRIVATE).toBe(false)
+    expect(loadConfig({ WEBHOOK_ALLOW_PRIVATE: 'TRUE' }).WEBHOOK_ALLOW_PRIVATE).toBe(true)
+  })
+
+  it('names the variable at fault', () => {
+    expect(() => loadConfig({ PORT: 'eighty', REDIS_URL: 'http://x' })).toThrow(ConfigError)
+    try {
+      loadConfig({ PORT: 'eighty', WEBHOOK_ALLOW_PRIVATE: 'maybe' })
+    } catch (err) {
+      expect((err as ConfigError).problems.join('\n')).toMatch(/PORT/)
+      expect((err as ConfigError).problems.join('\n')).toMatch(/WEBHOOK_ALLOW_PRIVATE/)
+    }
+  })
+})

@@ -1,0 +1,133 @@
+import { z } from 'zod'
+
+/**
+ * @NOTE z.coerce.boolean() turns "false" into true; this accepts only the words operators write.
+ */
+const bool = (fallback: boolean) =>
+  z
+    .string()
+    .trim()
+    .toLowerCase()
+    .optional()
+    .transform((value, ctx) => {
+      if (value === undefined || value === '') return fallback
+      if (['true', '1', 'yes', 'on'].includes(value)) return true
+      if (['false', '0', 'no', 'off'].includes(value)) return false
+      ctx.addIssue({ code: 'custom', message: `expected true or false, got "${value}"` })
+      return z.NEVER
+    })
+
+const int = (fallback: number, min: number, max: number) =>
+  z
+    .string()
+    .trim()
+    .optional()
+    .transform((value, ctx) => {
+      if (value === undefined || value === '') return fallback
+      if (!/^-?\d+$/.test(value)) {
+        ctx.addIssue({ code: 'custom', message: `expected a whole number, got "${value}"` })
+        return z.NEVER
+      }
+      const n = Number(value)
+      if (n < min || n > max) {
+        ctx.addIssue({ code: 'custom', message: `expected ${min}..${max}, got ${value}` })
+        return z.NEVER
+      }
+      return n
+    })
+
+const str = (fallback: string) =>
+  z
+    .string()
+    .trim()
+    .optional()
+    .transform((v) => (v === undefined || v === '' ? fallback : v))
+
+const optionalStr = z
+  .string()
+  .trim()
+  .optional()
+  .transform((v) => (v === undefined || v === '' ? undefined : v))
+
+function url(fallback: string, protocols: string[]): z.ZodType<string, string | undefined>
+function url(
+  fallback: undefined,
+  protocols: string[],
+): z.ZodType<string | undefined, string | undefined>
+function url(
+  fallback: string | undefined,
+  protocols: string[],
+): z.ZodType<string | undefined, string | undefined> {
+  return z
+    .string()
+    .trim()
+    .optional()
+    .transform((value, ctx) => {
+      const v = value === undefined || value === '' ? fallback : value
+      if (v === undefined) return undefined
+      try {
+        const parsed = new URL(v)
+        if (!protocols.includes(parsed.protocol)) {
+          ctx.addIssue({
+            code: 'custom',
+            message: `expected a ${protocols.join(' or ')} URL, got "${parsed.protocol}"`,
+          })
+          return z.NEVER
+        }
+      } catch {
+        ctx.addIssue({ code: 'custom', message: 'is not a valid URL' })
+        return z.NEVER
+      }
+      return v
+    })
+}
+
+/**
+ * Every environment variable Threadline reads, with its default. Defaults work on a machine with
+ * Postgres and Redis on their standard local ports. The README's configuration table mirrors this.
+ */
+export const envSchema = z.object({
+  DATABASE_URL: url('postgres://postgres@127.0.0.1:5432/threadline', ['postgres:', 'postgresql:']),
+  DATABASE_POOL_MAX: int(10, 1, 500),
+  REDIS_URL: url('redis://127.0.0.1:6379', ['redis:', 'rediss:']),
+  QUEUE_PREFIX: str('threadline'),
+  HOST: str('127.0.0.1'),
+  PORT: int(3000, 0, 65535),
+  LOG_LEVEL: z
+    .enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
+    .optional()
+    .transform((v) => v ?? 'info'),
+  UPSTREAM_URL: url(undefined, ['http:', 'https:']),
+  UPSTREAM_BEARER_TOKEN: optionalStr,
+  UPSTREAM_SEARCH: z
+    .enum(['recent', 'all'])
+    .optional()
+    .transform((v) => v ?? 'recent'),
+  WEBHOOK_ALLOW_PRIVATE: bool(false),
+  WRITER_CONCURRENCY: int(2, 1, 64),
+  WRITER_LOCK_MS: int(30_000, 1_000, 600_000),
+  WRITER_STALLED_INTERVAL_MS: int(30_000, 500, 600_000),
+  WRITER_MAX_STALLED: int(20, 1, 1_000),
+  BATCH_MAX_ITEMS: int(500, 1, 10_000),
+  BATCH_MAX_MS: int(100, 1, 60_000),
+  STORED_STREAM_RETENTION_MS: int(600_000, 300_000, 86_400_000),
+  SHUTDOWN_TIMEOUT_MS: int(15_000, 100, 600_000),
+})
+
+export type Config = z.output<typeof envSchema>
+
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`Invalid configuration:\n  ${problems.join('\n  ')}`)
+    this.name = 'ConfigError'
+  }
+}
+
+/** Parses the environment once; errors name each variable at fault. */
+export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
+  const result = envSchema.safeParse(env)
+  if (result.success) return result.data
+  throw new ConfigError(
+    result.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`),
+  )
+}

@@ -1,0 +1,8 @@
+export * from './connect.js'
+export * from './migrate.js'
+export * from './admin.js'
+export type * from './tables/index.js'
+export * from './repositories/apps.js'
+export * from './repositories/outbox.js'
+export * from './repositories/store-batch.js'
+export { sql } from 'kysely'

@@ -1,0 +1,43 @@
+import { Migrator, type Kysely, type MigrationResultSet } from 'kysely'
+import { migrations } from './migrations/index.js'
+
+function migrator(db: Kysely<any>): Migrator {
+  return new Migrator({
+    db,
+    provider: { getMigrations: async () => migrations },
+  })
+}
+
+export class MigrationError extends Error {
+  override name = 'MigrationError'
+}
+
+export class SchemaBehindError extends Error {
+  override name = 'SchemaBehindError'
+  constructor(readonly pending: string[]) {
+    super(
+      `The database schema is behind (${pending.length} pending: ${pending.join(', ')}). ` +
+        'Run `pnpm threadline migrate` (or the compose `migrate` service) first.',
+    )
+  }
+}
+
+/** Brings the schema to the latest version; returns the names applied. */
+export async function migrateToLatest(db: Kysely<any>): Promise<string[]> {
+  const { error, results }: MigrationResultSet = await migrator(db).migrateToLatest()
+  if (error) {
+    const failed = results?.find((r) => r.status === 'Error')?.migrationName
+    throw new MigrationError(`migration ${failed ?? '?'} failed: ${(error as Error).message}`, {
+      cause: error,
+    })
+  }
+  return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName)
+}
+
+/** Services refuse to start on a schema that is behind the code. */
+export async function assertSchemaCurrent(db: Kysely<any>): Promise<void> {
+  const pending = (await migrator(db).getMigrations())
+    .filter((m) => m.executedAt === undefined)
+    .map((m) => m.name)
+  if (pending.length > 0) throw new SchemaBehindError(pending)
+}

@@ -1,0 +1,10 @@
+import type { Migration } from 'kysely'
+import * as spine from './20261121T000100-spine.js'
+
+/**
+ * Every migration, in order. Names are timestamps so that they sort; add new files at the end
+ * (`<UTC yyyymmddThhmmss>-<what>.ts`) and list them here.
+ */
+export const migrations: Record<string, Migration> = {
+  '20261121T000100-spine': spine,
+}

@@ -1,0 +1,52 @@
+import { createHash, randomBytes } from 'node:crypto'
+import { generateId } from '@threadline/domain'
+import type { Db } from '../connect.js'
+
+export interface CreatedApp {
+  app_id: string
+  bearer_token: string
+  consumer_secret: string
+}
+
+export function hashToken(token: string): Buffer {
+  return createHash('sha256').update(token, 'utf8').digest()
+}
+
+/** Creates an app and its first bearer token. The token is returned once; only its hash is kept. */
+export async function createApp(db: Db, name: string): Promise<CreatedApp> {
+  const appId = generateId()
+  const bearerToken = randomBytes(32).toString('base64url')
+  const consumerSecret = randomBytes(32).toString('base64url')
+  await db.transaction().execute(async (trx) => {
+    await trx
+      .insertInto('apps')
+      .values({ id: appId, name, consumer_secret: consumerSecret })
+      .execute()
+    await trx
+      .insertInto('api_tokens')
+      .values({ id: generateId(), app_id: appId, token_hash: hashToken(bearerToken) })
+      .execute()
+  })
+  return { app_id: appId, bearer_token: bearerToken, consumer_secret: consumerSecret }
+}
+
+/**
+ * The app a bearer token belongs to, or undefined. The lookup is by hash (an index probe, so its
+ * time does not depend on how much of the token matched), and tokens are 256-bit random values.
+ */
+export async function findAppByToken(
+  db: Db,
+  token: string,
+): Promise<{ app_id: string; token_id: string } | undefined> {
+  const row = await db
+    .selectFrom('api_tokens')
+    .select(['app_id', 'id as token_id'])
+    .where('token_hash', '=', hashToken(token))
+    .where('revoked_at', 'is', null)
+    .executeTakeFirst()
+  return row
+}
+
+export async function findApp(db: Db, appId: string) {
+  return db.selectFrom('apps').selectAll().where('id', '=', appId).executeTakeFirst()
+}

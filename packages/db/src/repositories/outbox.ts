@@ -1,0 +1,62 @@
+import { sql } from 'kysely'
+import type { Db } from '../connect.js'
+import type { OutboxPayload } from '../tables/index.js'
+
+export interface RelayedPost {
+  id: string
+  conversation_id: string | null
+  post: unknown
+  author: unknown
+}
+
+export interface OutboxBatch {
+  ids: string[]
+  payloads: OutboxPayload[]
+  posts: RelayedPost[]
+}
+
+/**
+ * Claims up to `limit` outbox rows (SKIP LOCKED, so relays on several writers share the work),
+ * hands them with their Posts to `publish`, and deletes them only once `publish` resolves. A crash
+ * before the delete republishes the rows later: consumers of the stream tolerate repeats.
+ * Returns how many rows were relayed.
+ */
+export async function relayOutbox(
+  db: Db,
+  limit: number,
+  publish: (batch: OutboxBatch) => Promise<void>,
+): Promise<number> {
+  return db.transaction().execute(async (trx) => {
+    const rows = await trx
+      .selectFrom('outbox')
+      .select(['id', 'payload'])
+      .orderBy('id')
+      .limit(limit)
+      .forUpdate()
+      .skipLocked()
+      .execute()
+    if (rows.length === 0) return 0
+    const postIds = rows.flatMap((r) => r.payload.post_ids)
+    const posts =
+      postIds.length === 0
+        ? []
+        : (
+            await sql<RelayedPost>`
+              SELECT p.id::text AS id, p.conversation_id::text AS conversation_id,
+                     p.raw AS post, u.raw AS author
+              FROM posts p LEFT JOIN users u ON u.id = p.author_id
+              WHERE p.id = ANY(${postIds}::bigint[])
+              ORDER BY p.id`.execute(trx)
+          ).rows
+    await publish({ ids: rows.map((r) => r.id), payloads: rows.map((r) => r.payload), posts })
+    await trx
+      .deleteFrom('outbox')
+      .where(
+        'id',
+        'in',
+        rows.map((r) => r.id),
+      )
+      .execute()
+    return rows.length
+  })
+}

@@ -1,0 +1,142 @@
+import { sql } from 'kysely'
+import type { NormalizedBatch } from '@threadline/domain'
+import type { Db } from '../connect.js'
+
+export interface StoreResult {
+  /** Posts stored for the first time. */
+  inserted: number
+  /** Posts already stored, replaced by a newer copy. */
+  updated: number
+  users: number
+  rejects: number
+}
+
+/**
+ * Stores a normalized batch in one statement (hence one transaction): users, Posts, references,
+ * conversation counters, rejects and the outbox row. Each input set travels as a single jsonb
+ * parameter expanded by jsonb_to_recordset, so the cost is one round trip whatever the batch size.
+ *
+ * Idempotent and order-free:
+ * - a Post is inserted once (ON CONFLICT); only a copy observed later replaces its columns;
+ * - conversation counters grow only by the Posts this statement newly inserted (xmax = 0 marks an
+ *   inserted row in RETURNING), so a redelivered batch changes nothing;
+ * - root, first and last times are coalesce/least/greatest, so arrival order does not matter.
+ * Rows are fed in id order so concurrent batches lock shared rows in the same order.
+ */
+export async function storeBatch(
+  db: Db,
+  batch: NormalizedBatch,
+  source: string,
+): Promise<StoreResult> {
+  if (batch.posts.length === 0 && batch.users.length === 0 && batch.rejects.length === 0) {
+    return { inserted: 0, updated: 0, users: 0, rejects: 0 }
+  }
+  const posts = JSON.stringify(batch.posts)
+  const users = JSON.stringify(batch.users)
+  const rejects = JSON.stringify(batch.rejects)
+  const { rows } = await sql<{ inserted: string; updated: string; users: string; rejects: string }>`
+    WITH
+    p_in AS (
+      SELECT * FROM jsonb_to_recordset(${posts}::jsonb) AS x(
+        id bigint, conversation_id bigint, author_id bigint, in_reply_to_user_id bigint,
+        in_reply_to_post_id bigint, text text, created_at timestamptz, lang text,
+        retweet_count integer, reply_count integer, like_count integer, quote_count integer,
+        bookmark_count integer, impression_count bigint, refs jsonb, raw jsonb,
+        observed_at timestamptz)
+    ),
+    u_in AS (
+      SELECT * FROM jsonb_to_recordset(${users}::jsonb) AS x(
+        id bigint, name text, username text, raw jsonb, observed_at timestamptz)
+    ),
+    u_old AS (
+      SELECT u.id, u.name, u.username FROM users u WHERE u.id IN (SELECT id FROM u_in)
+    ),
+    u_up AS (
+      INSERT INTO users AS u (id, name, username, raw, observed_at)
+      SELECT id, name, username, raw, observed_at FROM u_in ORDER BY id
+      ON CONFLICT (id) DO UPDATE SET
+        name = excluded.name, username = excluded.username, raw = excluded.raw,
+        observed_at = excluded.observed_at, updated_at = now()
+      WHERE u.observed_at < excluded.observed_at
+      RETURNING u.id, u.name, u.username, (xmax = 0) AS inserted
+    ),
+    p_up AS (
+      INSERT INTO posts AS p (
+        id, conversation_id, author_id, in_reply_to_user_id, in_reply_to_post_id, text,
+        created_at, lang, retweet_count, reply_count, like_count, quote_count, bookmark_count,
+        impression_count, raw, observed_at)
+      SELECT id, conversation_id, author_id, in_reply_to_user_id, in_reply_to_post_id, text,
+        created_at, lang, retweet_count, reply_count, like_count, quote_count, bookmark_count,
+        impression_count, raw, observed_at
+      FROM p_in ORDER BY id
+      ON CONFLICT (id) DO UPDATE SET
+        conversation_id = coalesce(excluded.conversation_id, p.conversation_id),
+        author_id = coalesce(excluded.author_id, p.author_id),
+        text = excluded.text, lang = excluded.lang,
+        retweet_count = excluded.retweet_count, reply_count = excluded.reply_count,
+        like_count = excluded.like_count, quote_count = excluded.quote_count,
+        bookmark_count = excluded.bookmark_count, impression_count = excluded.impression_count,
+        raw = excluded.raw, observed_at = excluded.observed_at, updated_at = now()
+      WHERE p.observed_at < excluded.observed_at
+      RETURNING p.id, p.conversation_id, p.in_reply_to_post_id, p.created_at, (xmax = 0) AS inserted
+    ),
+    new_posts AS (SELECT * FROM p_up WHERE inserted),
+    refs AS (
+      INSERT INTO post_references (post_id, type, referenced_id)
+      SELECT p_in.id, r.type, r.id::bigint
+      FROM p_in CROSS JOIN LATERAL jsonb_to_recordset(p_in.refs) AS r(type text, id text)
+      ORDER BY 1, 2, 3
+      ON CONFLICT DO NOTHING
+    ),
+    conv AS (
+      INSERT INTO conversations AS c (
+        id, root_post_id, post_count, reply_count, first_created_at, last_created_at)
+      SELECT conversation_id,
+        max(id) FILTER (WHERE id = conversation_id),
+        count(*),
+        count(*) FILTER (WHERE in_reply_to_post_id IS NOT NULL),
+        min(created_at), max(created_at)
+      FROM new_posts WHERE conversation_id IS NOT NULL
+      GROUP BY conversation_id ORDER BY conversation_id
+      ON CONFLICT (id) DO UPDATE SET
+        root_post_id = coalesce(c.root_post_id, excluded.root_post_id),
+        post_count = c.post_count + excluded.post_count,
+        reply_count = c.reply_count + excluded.reply_count,
+        first_created_at = least(c.first_created_at, excluded.first_created_at),
+        last_created_at = greatest(c.last_created_at, excluded.last_created_at),
+        updated_at = now()
+    ),
+    rej AS (
+      INSERT INTO ingest_rejects (source, reason, raw)
+      SELECT ${source}, reason, raw FROM jsonb_to_recordset(${rejects}::jsonb) AS x(reason text, raw text)
+    ),
+    user_changes AS (
+      SELECT n.id, o.name AS old_name, o.username AS old_username, n.name, n.username
+      FROM u_up n JOIN u_old o ON o.id = n.id
+      WHERE NOT n.inserted AND (n.name <> o.name OR n.username <> o.username)
+    ),
+    ob AS (
+      INSERT INTO outbox (payload)
+      SELECT jsonb_build_object(
+        'post_ids', coalesce((SELECT jsonb_agg(id::text ORDER BY id) FROM new_posts), '[]'::jsonb),
+        'user_changes', coalesce((SELECT jsonb_agg(jsonb_build_object(
+            'id', id::text,
+            'before', jsonb_build_object('name', old_name, 'username', old_username),
+            'after', jsonb_build_object('name', name, 'username', username)) ORDER BY id)
+          FROM user_changes), '[]'::jsonb))
+      WHERE EXISTS (SELECT 1 FROM new_posts) OR EXISTS (SELECT 1 FROM user_changes)
+    )
+    SELECT
+      (SELECT count(*) FROM new_posts) AS inserted,
+      (SELECT count(*) FROM p_up WHERE NOT inserted) AS updated,
+      (SELECT count(*) FROM u_up) AS users,
+      ${batch.rejects.length}::int AS rejects
+  `.execute(db)
+  const row = rows[0]!
+  return {
+    inserted: Number(row.inserted),
+    updated: Number(row.updated),
+    users: Number(row.users),
+    rejects: Number(row.rejects),
+  }
+}

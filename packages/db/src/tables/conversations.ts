@@ -1,0 +1,15 @@
+import type { Generated, Selectable } from 'kysely'
+import type { Int8, Timestamp } from './columns.js'
+
+/** The thread table: one row per conversation, counters kept by the writer. */
+export interface ConversationsTable {
+  id: Int8
+  /** Set once the Post whose id equals the conversation id is stored. */
+  root_post_id: Int8 | null
+  post_count: Generated<number>
+  reply_count: Generated<number>
+  first_created_at: Timestamp
+  last_created_at: Timestamp
+  updated_at: Generated<Timestamp>
+}
+export type Conversation = Selectable<ConversationsTable>

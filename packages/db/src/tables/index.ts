@@ -1,0 +1,26 @@
+import type { ApiTokensTable, AppsTable } from './apps.js'
+import type { ConversationsTable } from './conversations.js'
+import type { IngestRejectsTable, OutboxTable } from './ingest.js'
+import type { PostReferencesTable } from './post-references.js'
+import type { PostsTable } from './posts.js'
+import type { UsersTable } from './users.js'
+
+export type * from './apps.js'
+export type * from './columns.js'
+export type * from './conversations.js'
+export type * from './ingest.js'
+export type * from './post-references.js'
+export type * from './posts.js'
+export type * from './users.js'
+
+/** The whole schema, one table per file. Later issues add their tables here. */
+export interface Database {
+  posts: PostsTable
+  post_references: PostReferencesTable
+  users: UsersTable
+  conversations: ConversationsTable
+  apps: AppsTable
+  api_tokens: ApiTokensTable
+  ingest_rejects: IngestRejectsTable
+  outbox: OutboxTable
+}

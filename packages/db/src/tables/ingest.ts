@@ -1,0 +1,27 @@
+import type { Generated, GeneratedAlways, Selectable } from 'kysely'
+import type { Json, Timestamp } from './columns.js'
+
+export interface IngestRejectsTable {
+  id: GeneratedAlways<string>
+  source: string
+  reason: string
+  raw: string
+  created_at: Generated<Timestamp>
+}
+export type IngestReject = Selectable<IngestRejectsTable>
+
+export interface OutboxPayload {
+  post_ids: string[]
+  user_changes: Array<{
+    id: string
+    before: { name: string; username: string }
+    after: { name: string; username: string }
+  }>
+}
+
+/** What a batch newly stored, written in its transaction and relayed after commit. */
+export interface OutboxTable {
+  id: GeneratedAlways<string>
+  payload: Json<OutboxPayload>
+  created_at: Generated<Timestamp>
+}

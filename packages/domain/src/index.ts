@@ -1,0 +1,5 @@
+export * from './ids.js'
+export * from './time.js'
+export * from './types.js'
+export * from './normalize.js'
+export * from './id-generator.js'

@@ -1,0 +1,3 @@
+export * from './connection.js'
+export * from './queues.js'
+export * from './stored-stream.js'

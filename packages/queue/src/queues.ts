@@ -1,0 +1,102 @@
+import { Queue, Worker, UnrecoverableError, type JobsOptions, type Processor } from 'bullmq'
+import type { Redis } from 'ioredis'
+import { z } from 'zod'
+import type { Logger } from '@threadline/logger'
+
+export { UnrecoverableError }
+export type { Job } from 'bullmq'
+
+/** A batch of raw upstream lines (stream lines, response pages, twarc2 output) for the writer. */
+export const postsJobSchema = z.object({
+  /** Where the lines came from, kept with any reject: `stream`, `backfill`, `import:<file>`. */
+  source: z.string().min(1).max(500),
+  /** When the upstream gave these copies (RFC 3339); later copies replace earlier ones. */
+  observed_at: z.iso.datetime({ offset: true }),
+  lines: z.array(z.string()).min(1),
+})
+export type PostsJob = z.infer<typeof postsJobSchema>
+
+export interface PostsJobResult {
+  inserted: number
+  updated: number
+  users: number
+  rejects: number
+  lines: number
+}
+
+/**
+ * One table from queue to its job options, so that retry and retention policy live in one place.
+ * `posts`: a transient failure (Postgres restarting) must never drop a batch, so attempts are
+ * effectively unbounded with capped exponential backoff; bad payloads fail at once through
+ * UnrecoverableError and stay in the failed set for inspection.
+ */
+export const QUEUES = {
+  posts: {
+    name: 'posts',
+    jobOptions: {
+      attempts: 1_000_000,
+      backoff: { type: 'capped-exponential', delay: 500 },
+      removeOnComplete: { count: 1_000, age: 3_600 },
+      removeOnFail: { count: 10_000, age: 7 * 24 * 3_600 },
+    } satisfies JobsOptions,
+  },
+} as const
+
+export type QueueName = keyof typeof QUEUES
+
+/** Exponential from `delay`, doubling per attempt, capped at one minute, with ±20% jitter. */
+export function cappedBackoff(attemptsMade: number, delay = 500, cap = 60_000): number {
+  const base = Math.min(cap, delay * 2 ** Math.max(0, attemptsMade - 1))
+  return Math.round(base * (0.8 + Math.random() * 0.4))
+}
+
+export interface QueueDeps {
+  connection: Redis
+  prefix: string
+  logger: Logger
+}
+
+export function createQueue<T = unknown, R = unknown>(
+  name: QueueName,
+  deps: QueueDeps,
+): Queue<T, R> {
+  const queue = new Queue<T, R>(QUEUES[name].name, {
+    connection: deps.connection,
+    prefix: deps.prefix,
+    defaultJobOptions: QUEUES[name].jobOptions,
+  })
+  const log = deps.logger.child({ component: 'queue', queue: name })
+  queue.on('error', (err) => log.warn({ err }, 'queue error'))
+  return queue
+}
+
+export interface WorkerOptions {
+  concurrency: number
+  lockDuration: number
+  stalledInterval: number
+  maxStalledCount: number
+}
+
+export function createWorker<T, R>(
+  name: QueueName,
+  processor: Processor<T, R>,
+  deps: QueueDeps,
+  options: WorkerOptions,
+): Worker<T, R> {
+  const worker = new Worker<T, R>(QUEUES[name].name, processor, {
+    connection: deps.connection,
+    prefix: deps.prefix,
+    concurrency: options.concurrency,
+    lockDuration: options.lockDuration,
+    stalledInterval: options.stalledInterval,
+    // A job whose worker died is retried, not failed: `maxStalledCount` is generous on purpose.
+    maxStalledCount: options.maxStalledCount,
+    autorun: false,
+    settings: {
+      backoffStrategy: (attemptsMade: number) => cappedBackoff(attemptsMade),
+    },
+  })
+  const log = deps.logger.child({ component: 'worker', queue: name })
+  worker.on('error', (err) => log.error({ err }, 'worker error'))
+  return worker
+}

@@ -1,0 +1,63 @@
+import type { Logger } from '@threadline/logger'
+
+export interface Service {
+  start(): Promise<void>
+  /** Releases everything the service holds. Safe to call twice. */
+  close(): Promise<void>
+}
+
+/** Wraps a close function so that a second call waits for the first instead of running again. */
+export function once(close: () => Promise<void>): () => Promise<void> {
+  let closing: Promise<void> | undefined
+  return () => (closing ??= close())
+}
+
+/** Runs `fn`, giving up (and rejecting) after `ms`. */
+export async function withDeadline<T>(ms: number, what: string, fn: () => Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined
+  try {
+    return await Promise.race([
+      fn(),
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`${what} did not finish within ${ms} ms`)), ms)
+      }),
+    ])
+  } finally {
+    clearTimeout(timer)
+  }
+}
+
+/**
+ * Starts the services, then on SIGTERM/SIGINT closes them in reverse order under a deadline. No
+ * process.exit on the normal path: resources are released and the event loop drains. A watchdog
+ * (unref'd, so it never keeps the process alive) ends a process that still has not drained.
+ */
+export async function runUntilSignal(
+  services: Service[],
+  logger: Logger,
+  shutdownTimeoutMs: number,
+): Promise<void> {
+  let stopping = false
+  const stop = async (signal: string) => {
+    if (stopping) return
+    stopping = true
+    logger.info({ signal }, 'shutting down')
+    const watchdog = setTimeout(() => {
+      logger.error('shutdown deadline passed; exiting')
+      process.exit(1)
+    }, shutdownTimeoutMs + 5_000)
+    watchdog.unref()
+    for (const service of [...services].reverse()) {
+      try {
+        await withDeadline(shutdownTimeoutMs, 'close', () => service.close())
+      } catch (err) {
+        logger.error({ err }, 'service did not close cleanly')
+        process.exitCode = 1
+      }
+    }
+    logger.info('stopped')
+  }
+  process.once('SIGTERM', () => void stop('SIGTERM'))
+  process.once('SIGINT', () => void stop('SIGINT'))
+  for (const service of services) await service.start()
+}

@@ -1,0 +1,3 @@
+export * from './env.js'
+export * from './services.js'
+export * from './wait.js'

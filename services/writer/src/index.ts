@@ -1,0 +1,2 @@
+export * from './writer.js'
+export * from './from-config.js'

@@ -1,0 +1,28 @@
+import { defineConfig } from 'vitest/config'
+
+const exclude = ['**/node_modules/**', 'test/bench/**']
+
+export default defineConfig({
+  test: {
+    projects: [
+      {
+        test: {
+          name: 'unit',
+          include: ['packages/*/src/**/*.test.ts', 'services/*/src/**/*.test.ts'],
+          exclude: [...exclude, '**/*.int.test.ts'],
+        },
+      },
+      {
+        test: {
+          name: 'integration',
+          include: ['**/*.int.test.ts', 'test/**/*.test.ts'],
+          exclude,
+          globalSetup: ['packages/testing/src/global-setup.ts'],
+          testTimeout: 120_000,
+          hookTimeout: 120_000,
+          pool: 'forks',
+        },
+      },
+    ],
+  },
+})
