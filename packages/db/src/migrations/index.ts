@@ -1,5 +1,6 @@
 import type { Migration } from 'kysely'
 import * as spine from './20261121T000100-spine.js'
+import * as rules from './20261121T000150-rules.js'
 
 /**
  * Every migration, in order. Names are timestamps so that they sort; add new files at the end
@@ -7,4 +8,5 @@ import * as spine from './20261121T000100-spine.js'
  */
 export const migrations: Record<string, Migration> = {
   '20261121T000100-spine': spine,
+  '20261121T000150-rules': rules,
 }

@@ -4,6 +4,7 @@ import type { IngestRejectsTable, OutboxTable } from './ingest.js'
 import type { PostReferencesTable } from './post-references.js'
 import type { PostsTable } from './posts.js'
 import type { UsersTable } from './users.js'
+import type { BackfillsTable, StreamRulesTable, UpstreamRulesTable } from './rules.js'
 
 export type * from './apps.js'
 export type * from './columns.js'
@@ -11,6 +12,7 @@ export type * from './conversations.js'
 export type * from './ingest.js'
 export type * from './post-references.js'
 export type * from './posts.js'
+export type * from './rules.js'
 export type * from './users.js'
 
 /** The whole schema, one table per file. Later issues add their tables here. */
@@ -23,4 +25,7 @@ export interface Database {
   api_tokens: ApiTokensTable
   ingest_rejects: IngestRejectsTable
   outbox: OutboxTable
+  stream_rules: StreamRulesTable
+  upstream_rules: UpstreamRulesTable
+  backfills: BackfillsTable
 }
