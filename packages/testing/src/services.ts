@@ -25,15 +25,20 @@ function probe(host: string, port: number, timeoutMs = 1_000): Promise<boolean> 
 }
 
 async function containerEngineAnswers(): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined
   try {
     const { getContainerRuntimeClient } = await import('testcontainers')
     await Promise.race([
       getContainerRuntimeClient(),
-      new Promise((_, reject) => setTimeout(() => reject(new Error('timeout')), 15_000)),
+      new Promise((_, reject) => {
+        timer = setTimeout(() => reject(new Error('timeout')), 15_000)
+      }),
     ])
     return true
   } catch {
     return false
+  } finally {
+    clearTimeout(timer)
   }
 }
 
