@@ -1,0 +1,227 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { storeBatch, sql } from '@threadline/db'
+import { normalizeLines } from '@threadline/domain'
+import { createTestEnv, type TestEnv } from '@threadline/testing'
+import { generateConversation, prng, shuffle } from '@threadline/testing'
+import { storeLines } from './writer.js'
+
+let env: TestEnv
+beforeAll(async () => {
+  env = await createTestEnv()
+})
+afterAll(() => env?.close())
+
+const observed = (n: number) => new Date(Date.UTC(2026, 10, 21, 0, 0, n)).toISOString()
+
+async function snapshot(db: TestEnv['db']) {
+  const posts =
+    await sql`SELECT id, conversation_id, author_id, in_reply_to_user_id, in_reply_to_post_id, text, created_at, lang, retweet_count, like_count, raw FROM posts ORDER BY id`.execute(
+      db,
+    )
+  const refs =
+    await sql`SELECT * FROM post_references ORDER BY post_id, type, referenced_id`.execute(db)
+  const users = await sql`SELECT id, name, username, raw FROM users ORDER BY id`.execute(db)
+  const conversations =
+    await sql`SELECT id, root_post_id, post_count, reply_count, first_created_at, last_created_at FROM conversations ORDER BY id`.execute(
+      db,
+    )
+  return {
+    posts: posts.rows,
+    refs: refs.rows,
+    users: users.rows,
+    conversations: conversations.rows,
+  }
+}
+
+async function reset(db: TestEnv['db']) {
+  await sql`TRUNCATE posts, post_references, users, conversations, outbox, ingest_rejects`.execute(
+    db,
+  )
+}
+
+describe('storeBatch', () => {
+  it('stores a thread in order and shuffled with duplicates to the same rows and counters', async () => {
+    const { lines, rootId } = generateConversation({ size: 3000, seed: 7 })
+    const random = prng(99)
+
+    await reset(env.db)
+    for (let i = 0; i < lines.length; i += 500) {
+      await storeLines(env.db, lines.slice(i, i + 500), observed(1), 'test')
+    }
+    const inOrder = await snapshot(env.db)
+    expect(inOrder.posts).toHaveLength(3000)
+    expect(inOrder.conversations).toEqual([
+      expect.objectContaining({
+        id: rootId,
+        root_post_id: rootId,
+        post_count: 3000,
+        reply_count: 2999,
+      }),
+    ])
+
+    await reset(env.db)
+    // Every line twice, shuffled, in overlapping batches of varied sizes: replies before parents.
+    const shuffled = shuffle([...lines, ...lines.slice(0, 1500), ...lines], random)
+    for (let i = 0; i < shuffled.length;) {
+      const n = 1 + Math.floor(random() * 700)
+      await storeLines(env.db, shuffled.slice(i, i + n), observed(1), 'test')
+      i += n
+    }
+    expect(await snapshot(env.db)).toEqual(inOrder)
+  })
+
+  it('is idempotent: a batch applied twice leaves the same rows and one outbox entry', async () => {
+    await reset(env.db)
+    const { lines } = generateConversation({ size: 50, seed: 3 })
+    const first = await storeLines(env.db, lines, observed(1), 'test')
+    const before = await snapshot(env.db)
+    const second = await storeLines(env.db, lines, observed(1), 'test')
+    expect(first.inserted).toBe(50)
+    expect(second).toEqual({ inserted: 0, updated: 0, users: 0, rejects: 0 })
+    expect(await snapshot(env.db)).toEqual(before)
+    const outbox = await env.db.selectFrom('outbox').select('payload').execute()
+    expect(outbox).toHaveLength(1)
+    expect(outbox[0]!.payload.post_ids).toHaveLength(50)
+  })
+
+  it('lets a newer copy replace metrics and never lets an older one overwrite it', async () => {
+    await reset(env.db)
+    const post = (likes: number) =>
+      JSON.stringify({
+        data: {
+          id: '1860000000000000001',
+          text: 'hello',
+          created_at: '2026-11-20T10:00:00.123Z',
+          conversation_id: '1860000000000000001',
+          public_metrics: { retweet_count: 0, reply_count: 0, like_count: likes, quote_count: 0 },
+        },
+      })
+    await storeLines(env.db, [post(5)], observed(10), 'test')
+    await storeLines(env.db, [post(9)], observed(20), 'test')
+    await storeLines(env.db, [post(1)], observed(15), 'test')
+    const row = await env.db
+      .selectFrom('posts')
+      .select(['like_count', 'created_at'])
+      .executeTakeFirstOrThrow()
+    expect(row.like_count).toBe(9)
+    expect(row.created_at.toISOString()).toBe('2026-11-20T10:00:00.123Z')
+    const conv = await env.db.selectFrom('conversations').selectAll().executeTakeFirstOrThrow()
+    expect(conv.post_count).toBe(1)
+  })
+
+  it('records a changed user name in the outbox', async () => {
+    await reset(env.db)
+    const line = (name: string) =>
+      JSON.stringify({
+        data: { id: '1860000000000000002', text: 'x', author_id: '42' },
+        includes: { users: [{ id: '42', name, username: 'someone' }] },
+      })
+    await storeLines(env.db, [line('Before')], observed(1), 'test')
+    await storeLines(env.db, [line('After')], observed(2), 'test')
+    const payloads = (
+      await env.db.selectFrom('outbox').select('payload').orderBy('id').execute()
+    ).map((r) => r.payload)
+    expect(payloads[1]!.user_changes).toEqual([
+      {
+        id: '42',
+        before: { name: 'Before', username: 'someone' },
+        after: { name: 'After', username: 'someone' },
+      },
+    ])
+  })
+
+  it('keeps malformed lines in ingest_rejects and stores the rest of the batch', async () => {
+    await reset(env.db)
+    const good = generateConversation({ size: 5, seed: 5 }).lines
+    const bad = [
+      'not json at all',
+      JSON.stringify({ data: { text: 'no id' } }),
+      JSON.stringify({ data: { id: '12x', text: 'bad id' } }),
+      JSON.stringify({ data: { id: '12345678901234567890', text: 'too long' } }),
+      JSON.stringify({
+        data: { id: '1860000000000000003', text: 'bad time', created_at: 'yesterday' },
+      }),
+      JSON.stringify({ data: { id: '1860000000000000004', text: 'nul \u0000 inside' } }),
+      JSON.stringify({
+        data: { id: '1860000000000000005', text: 'huge', public_metrics: { like_count: 1e12 } },
+      }),
+      JSON.stringify([1, 2, 3]),
+    ]
+    const result = await storeLines(
+      env.db,
+      [...good.slice(0, 2), ...bad, ...good.slice(2)],
+      observed(1),
+      'test',
+    )
+    expect(result.inserted).toBe(5)
+    expect(result.rejects).toBe(bad.length)
+    const rejects = await env.db
+      .selectFrom('ingest_rejects')
+      .select(['reason', 'raw', 'source'])
+      .orderBy('id')
+      .execute()
+    expect(rejects.map((r) => r.reason)).toEqual([
+      expect.stringMatching(/^not JSON/),
+      'Post has no id',
+      expect.stringMatching(/id "12x" is not 1-19 digits/),
+      expect.stringMatching(/is not 1-19 digits/),
+      expect.stringMatching(/created_at "yesterday" is not a time/),
+      expect.stringMatching(/\\u0000/),
+      expect.stringMatching(/like_count/),
+      'not a Post, stream line or response page',
+    ])
+    expect(rejects[0]!.raw).toBe('not json at all')
+    expect(rejects[5]!.raw).toContain('\\u0000')
+  })
+
+  it('isolates a row Postgres refuses and stores the rest', async () => {
+    await reset(env.db)
+    const good = generateConversation({ size: 8, seed: 8 }).lines
+    // Valid to the normaliser, refused by Postgres: a year the timestamptz range does not hold.
+    const refused = JSON.stringify({
+      data: {
+        id: '1860000000000000006',
+        text: 'far future',
+        created_at: '9999-12-31T23:59:59.999+14:00',
+      },
+    })
+    const result = await storeLines(
+      env.db,
+      [...good.slice(0, 4), refused, ...good.slice(4)],
+      observed(1),
+      'test',
+    )
+    expect(result.inserted + result.rejects).toBe(9)
+    expect(await env.db.selectFrom('posts').select('id').execute()).toHaveLength(result.inserted)
+  })
+
+  it('stores Posts found in includes.tweets and pages of twarc2 output', async () => {
+    await reset(env.db)
+    const page = {
+      data: [
+        {
+          id: '1860000000000000010',
+          text: 'quoting',
+          conversation_id: '1860000000000000010',
+          referenced_tweets: [{ type: 'quoted', id: '1860000000000000009' }],
+        },
+      ],
+      includes: {
+        tweets: [
+          { id: '1860000000000000009', text: 'quoted one', conversation_id: '1860000000000000009' },
+        ],
+      },
+      meta: { result_count: 1 },
+      __twarc: { url: 'https://api.twitter.com/2/tweets/search/all', version: '2.14.0' },
+    }
+    await storeBatch(env.db, normalizeLines([JSON.stringify(page)], observed(1)), 'test')
+    const ids = (await env.db.selectFrom('posts').select('id').orderBy('id').execute()).map(
+      (r) => r.id,
+    )
+    expect(ids).toEqual(['1860000000000000009', '1860000000000000010'])
+    const refs = await env.db.selectFrom('post_references').selectAll().execute()
+    expect(refs).toEqual([
+      { post_id: '1860000000000000010', type: 'quoted', referenced_id: '1860000000000000009' },
+    ])
+  })
+})
