@@ -1,3 +1,5 @@
 export * from './connection.js'
+export * from './lease.js'
 export * from './queues.js'
 export * from './stored-stream.js'
+export * from './rate-limit.js'
