@@ -1,0 +1,7 @@
+export type { Ast, HasValue, IdField, IsValue } from './ast.js'
+export { parseQuery, type ParseResult, type ParseOptions } from './parse.js'
+export { compileSql } from './sql.js'
+export { compileMatcher } from './matcher.js'
+export { RuleIndex } from './rule-index.js'
+export { conversationIdOf } from './inspect.js'
+export { tokenize } from '@threadline/domain'
