@@ -1,5 +1,6 @@
 import { isId, snowflakeTime } from './ids.js'
 import { formatPostTime, parseTime } from './time.js'
+import { searchTerms } from './tokens.js'
 import {
   REFERENCE_TYPES,
   type PostRow,
@@ -141,6 +142,7 @@ export function toPostRow(input: unknown, observedAt: string): PostRow {
     bookmark_count: bc ?? null,
     impression_count: typeof impressions === 'number' ? String(impressions) : null,
     refs,
+    search_terms: searchTerms(raw),
     raw: raw as WirePost,
     observed_at: observedAt,
   }

@@ -61,6 +61,8 @@ export interface PostRow {
   bookmark_count: number | null
   impression_count: string | null
   refs: ReferencedTweet[]
+  /** `searchTerms(raw)`: what search, counts and stream rules match keywords against. */
+  search_terms: string[]
   raw: WirePost
   observed_at: string
 }

@@ -41,8 +41,8 @@ export async function storeBatch(
         id bigint, conversation_id bigint, author_id bigint, in_reply_to_user_id bigint,
         in_reply_to_post_id bigint, text text, created_at timestamptz, lang text,
         retweet_count integer, reply_count integer, like_count integer, quote_count integer,
-        bookmark_count integer, impression_count bigint, refs jsonb, raw jsonb,
-        observed_at timestamptz)
+        bookmark_count integer, impression_count bigint, refs jsonb, search_terms text[],
+        raw jsonb, observed_at timestamptz)
     ),
     u_in AS (
       SELECT * FROM jsonb_to_recordset(${users}::jsonb) AS x(
@@ -64,10 +64,10 @@ export async function storeBatch(
       INSERT INTO posts AS p (
         id, conversation_id, author_id, in_reply_to_user_id, in_reply_to_post_id, text,
         created_at, lang, retweet_count, reply_count, like_count, quote_count, bookmark_count,
-        impression_count, raw, observed_at)
+        impression_count, search_terms, raw, observed_at)
       SELECT id, conversation_id, author_id, in_reply_to_user_id, in_reply_to_post_id, text,
         created_at, lang, retweet_count, reply_count, like_count, quote_count, bookmark_count,
-        impression_count, raw, observed_at
+        impression_count, coalesce(search_terms, '{}'), raw, observed_at
       FROM p_in ORDER BY id
       ON CONFLICT (id) DO UPDATE SET
         conversation_id = coalesce(excluded.conversation_id, p.conversation_id),
@@ -76,7 +76,8 @@ export async function storeBatch(
         retweet_count = excluded.retweet_count, reply_count = excluded.reply_count,
         like_count = excluded.like_count, quote_count = excluded.quote_count,
         bookmark_count = excluded.bookmark_count, impression_count = excluded.impression_count,
-        raw = excluded.raw, observed_at = excluded.observed_at, updated_at = now()
+        search_terms = excluded.search_terms, raw = excluded.raw,
+        observed_at = excluded.observed_at, updated_at = now()
       WHERE p.observed_at < excluded.observed_at
       RETURNING p.id, p.conversation_id, p.in_reply_to_post_id, p.created_at, (xmax = 0) AS inserted
     ),

@@ -17,6 +17,8 @@ export interface PostsTable {
   quote_count: number | null
   bookmark_count: number | null
   impression_count: Int8 | null
+  /** `searchTerms(raw)` from @threadline/domain: the query language matches keywords here. */
+  search_terms: Generated<string[]>
   /** The upstream Post object, for fields without a column. */
   raw: Json<WirePost>
   /** When the upstream gave this copy; an older copy never replaces a newer one. */
