@@ -40,6 +40,21 @@ export const QUEUES = {
       removeOnFail: { count: 10_000, age: 7 * 24 * 3_600 },
     } satisfies JobsOptions,
   },
+  /**
+   * `backfill`: one job per conversation (job id `conv-<id>`, so a repeat add is a no-op while it
+   * waits); progress lives in the `backfills` table, so a retry resumes from its next_token.
+   * Failures are upstream trouble (rate limits, outages): a long capped backoff, then the job
+   * stays failed for an operator.
+   */
+  backfill: {
+    name: 'backfill',
+    jobOptions: {
+      attempts: 50,
+      backoff: { type: 'capped-exponential', delay: 1_000 },
+      removeOnComplete: { count: 1_000, age: 24 * 3_600 },
+      removeOnFail: { count: 10_000, age: 7 * 24 * 3_600 },
+    } satisfies JobsOptions,
+  },
 } as const
 
 export type QueueName = keyof typeof QUEUES

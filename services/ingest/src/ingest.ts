@@ -1,0 +1,240 @@
+import type { Db } from '@threadline/db'
+import type { Logger } from '@threadline/logger'
+import {
+  closeRedis,
+  createLease,
+  createQueue,
+  type Lease,
+  type PostsJob,
+  type Redis,
+} from '@threadline/queue'
+import { once, type Service } from '@threadline/runtime'
+import type { BackoffPolicy } from './backoff.js'
+import { Batcher } from './batcher.js'
+import { createBackfillQueue, createBackfillWorker } from './backfill.js'
+import { RuleSync } from './rule-sync.js'
+import { StreamReader, type StreamEvent } from './stream-reader.js'
+import { UpstreamClient } from './upstream.js'
+
+export interface IngestOptions {
+  upstreamUrl: string
+  upstreamBearerToken?: string
+  search: 'recent' | 'all'
+  batchMaxItems: number
+  batchMaxMs: number
+  reconcileMs: number
+  rulesDebounceMs: number
+  stallMs: number
+  backfillMinutes: number
+  noRulesRetryMs: number
+  backoff: BackoffPolicy
+  leaseMs: number
+  backfillConcurrency: number
+  backfillMaxWaitMs: number
+  shutdownTimeoutMs: number
+  /** Run the backfill worker in this process (default true). */
+  backfillWorker?: boolean
+  /** Take part in the leader election for rule sync and the stream (default true). */
+  leader?: boolean
+  backfillLockDuration?: number
+  backfillStalledInterval?: number
+}
+
+export interface IngestDeps {
+  db: Db
+  /** For the LISTEN client of rule sync. */
+  databaseUrl: string
+  /** A producer connection (fails fast: a stalled queue stops the stream): the ingest closes it. */
+  redis: Redis
+  /** A worker connection for the backfill worker: the ingest closes it. */
+  workerRedis: Redis
+  prefix: string
+  logger: Logger
+  options: IngestOptions
+}
+
+export interface IngestStats {
+  leader: boolean
+  connects: number
+  lines: number
+  keepAlives: number
+  errorLines: number
+  batches: number
+  ruleSyncs: number
+  activeRules: number
+}
+
+export interface Ingest extends Service {
+  stats(): IngestStats
+  /** Stream events (connected, disconnected, error lines) of whichever reader this process runs. */
+  onStreamEvent(fn: (e: StreamEvent) => void): () => void
+  /** Runs a rule sync now, when this process leads. */
+  syncRules(): Promise<void>
+  readonly lease: Lease
+}
+
+/**
+ * The ingest: rule sync and the stream reader run only in the replica holding the leader lease
+ * (one upstream connection however many replicas), the backfill worker runs everywhere.
+ */
+export function createIngest(deps: IngestDeps): Ingest {
+  const { db, redis, prefix, options } = deps
+  const log = deps.logger.child({ component: 'ingest' })
+  const upstream = new UpstreamClient({
+    baseUrl: options.upstreamUrl,
+    bearerToken: options.upstreamBearerToken,
+  })
+  const postsQueue = createQueue<PostsJob>('posts', {
+    connection: redis,
+    prefix,
+    logger: deps.logger,
+  })
+  const counters = { batches: 0 }
+  const backfillQueue = createBackfillQueue({ db, redis, prefix, logger: deps.logger })
+  const addPosts = async (lines: string[], observedAt: string, source: string) => {
+    await postsQueue.add('posts', { source, observed_at: observedAt, lines })
+    counters.batches += 1
+  }
+  const backfillWorker =
+    options.backfillWorker === false
+      ? undefined
+      : createBackfillWorker({
+          db,
+          upstream,
+          redis: deps.workerRedis,
+          prefix,
+          logger: deps.logger,
+          sink: (line, source) => addPosts([line], new Date().toISOString(), source),
+          options: {
+            search: options.search,
+            concurrency: options.backfillConcurrency,
+            rateLimitBackoffMs: options.backoff.rateLimitMs,
+            maxWaitMs: options.backfillMaxWaitMs,
+            lockDuration: options.backfillLockDuration,
+            stalledInterval: options.backfillStalledInterval,
+          },
+        })
+  const lease = createLease(redis, `${prefix}:ingest:leader`, {
+    ttlMs: options.leaseMs,
+    logger: deps.logger,
+  })
+
+  const streamListeners = new Set<(e: StreamEvent) => void>()
+  let reader: StreamReader | undefined
+  let ruleSync: RuleSync | undefined
+  let lastReaderStats = { connects: 0, lines: 0, keepAlives: 0, errorLines: 0 }
+  const closing = new AbortController()
+  let leading: Promise<void> | undefined
+
+  /** Runs rule sync and the stream until the lease is lost or the ingest closes. */
+  const lead = async () => {
+    const sync = new RuleSync({
+      db,
+      databaseUrl: deps.databaseUrl,
+      upstream,
+      logger: deps.logger,
+      options: { reconcileMs: options.reconcileMs, debounceMs: options.rulesDebounceMs },
+      backfill: (ids) => backfillQueue.enqueue(ids),
+    })
+    const batcher = new Batcher(
+      (lines, observedAt) => addPosts(lines, observedAt, 'stream'),
+      { maxItems: options.batchMaxItems, maxMs: options.batchMaxMs },
+      deps.logger,
+    )
+    const streamReader = new StreamReader({
+      upstream,
+      sink: (line) => batcher.add(line),
+      logger: deps.logger,
+      waitForRules: (signal) => sync.waitForSync(signal),
+      options: {
+        policy: options.backoff,
+        stallMs: options.stallMs,
+        backfillMinutes: options.backfillMinutes,
+        noRulesRetryMs: options.noRulesRetryMs,
+      },
+    })
+    for (const fn of streamListeners) streamReader.onEvent(fn)
+    ruleSync = sync
+    reader = streamReader
+    const stopped = new Promise<void>((resolve) => {
+      const off = lease.onLost(() => {
+        off()
+        resolve()
+      })
+      closing.signal.addEventListener('abort', () => resolve(), { once: true })
+    })
+    try {
+      // The rules first: the stream answers 409 until the upstream holds one.
+      await sync.start()
+      streamReader.start()
+      await stopped
+    } finally {
+      await streamReader.close()
+      await batcher.close(options.shutdownTimeoutMs)
+      await sync.close()
+      lastReaderStats = { ...streamReader.stats }
+      reader = undefined
+      ruleSync = undefined
+    }
+  }
+
+  const leaderLoop = async () => {
+    while (!closing.signal.aborted) {
+      if (!(await lease.acquire(closing.signal))) return
+      log.info('leading: rule sync and the upstream stream run here')
+      try {
+        await lead()
+      } catch (err) {
+        log.error({ err }, 'leader duties failed; stepping down')
+      }
+      await lease.release()
+    }
+  }
+
+  return {
+    lease,
+    stats() {
+      const s = reader?.stats ?? lastReaderStats
+      return {
+        leader: lease.held,
+        connects: s.connects,
+        lines: s.lines,
+        keepAlives: s.keepAlives,
+        errorLines: s.errorLines,
+        batches: counters.batches,
+        ruleSyncs: ruleSync?.syncs ?? 0,
+        activeRules: ruleSync?.lastResult?.active ?? 0,
+      }
+    },
+    onStreamEvent(fn) {
+      streamListeners.add(fn)
+      const off = reader?.onEvent(fn)
+      return () => {
+        streamListeners.delete(fn)
+        off?.()
+      }
+    },
+    async syncRules() {
+      await ruleSync?.request()
+    },
+    async start() {
+      await backfillWorker?.start()
+      if (options.leader !== false) {
+        leading = leaderLoop().catch((err: unknown) => log.error({ err }, 'leader loop failed'))
+      }
+      log.info({ upstream: options.upstreamUrl }, 'ingest started')
+    },
+    close: once(async () => {
+      closing.abort()
+      await leading
+      await backfillWorker?.close()
+      await backfillQueue.close()
+      await postsQueue.close()
+      await lease.release()
+      await closeRedis(redis)
+      await closeRedis(deps.workerRedis)
+      await db.destroy()
+      log.info('ingest closed')
+    }),
+  }
+}

@@ -1,0 +1,364 @@
+/**
+ * A small client for an X-compatible upstream (X itself, or the simulator): stream rules, the
+ * filtered stream, search and lookup. Uses Node's fetch; bodies are handed on as raw text so the
+ * writer sees exactly what the upstream sent.
+ */
+
+/** Every field and expansion that storage keeps (api.md §2.1: the Post object, the user object). */
+export const TWEET_FIELDS = [
+  'attachments',
+  'author_id',
+  'context_annotations',
+  'conversation_id',
+  'created_at',
+  'edit_controls',
+  'edit_history_tweet_ids',
+  'entities',
+  'geo',
+  'id',
+  'in_reply_to_user_id',
+  'lang',
+  'note_tweet',
+  'possibly_sensitive',
+  'public_metrics',
+  'referenced_tweets',
+  'reply_settings',
+  'source',
+  'text',
+  'withheld',
+] as const
+
+export const USER_FIELDS = [
+  'created_at',
+  'description',
+  'entities',
+  'id',
+  'location',
+  'name',
+  'pinned_tweet_id',
+  'profile_image_url',
+  'protected',
+  'public_metrics',
+  'url',
+  'username',
+  'verified',
+  'verified_type',
+  'withheld',
+] as const
+
+export const EXPANSIONS = [
+  'author_id',
+  'in_reply_to_user_id',
+  'referenced_tweets.id',
+  'referenced_tweets.id.author_id',
+  'entities.mentions.username',
+] as const
+
+/** The field and expansion parameters of every Post request the ingest makes. */
+export function fieldParams(): Record<string, string> {
+  return {
+    'tweet.fields': TWEET_FIELDS.join(','),
+    'user.fields': USER_FIELDS.join(','),
+    expansions: EXPANSIONS.join(','),
+  }
+}
+
+export interface RateLimit {
+  limit?: number
+  remaining?: number
+  /** x-rate-limit-reset, as epoch milliseconds. */
+  resetAt?: number
+}
+
+export function parseRateLimit(headers: Headers): RateLimit {
+  const num = (name: string) => {
+    const v = headers.get(name)
+    if (v === null || !/^\d+$/.test(v.trim())) return undefined
+    return Number(v)
+  }
+  const reset = num('x-rate-limit-reset')
+  return {
+    limit: num('x-rate-limit-limit'),
+    remaining: num('x-rate-limit-remaining'),
+    resetAt: reset === undefined ? undefined : reset * 1_000,
+  }
+}
+
+export class UpstreamHttpError extends Error {
+  override name = 'UpstreamHttpError'
+  constructor(
+    readonly method: string,
+    readonly path: string,
+    readonly status: number,
+    readonly body: string,
+    readonly rateLimit: RateLimit,
+  ) {
+    super(`${method} ${path} answered ${status}: ${body.slice(0, 300)}`)
+  }
+}
+
+export interface UpstreamRuleItem {
+  id: string
+  value: string
+  tag?: string
+}
+
+export interface AddRulesOutcome {
+  /** Placed upstream (created now, or already there: the upstream reports the existing id). */
+  placed: Array<{ value: string; id: string }>
+  /** Refused by the upstream, with its reason. */
+  rejected: Array<{ value: string; reason: string }>
+}
+
+export interface Page {
+  /** The response body as received: one raw line for the `posts` queue. */
+  body: string
+  resultCount: number
+  nextToken?: string
+  rateLimit: RateLimit
+}
+
+export interface UpstreamOptions {
+  /** Base URL without `/2`. */
+  baseUrl: string
+  bearerToken?: string
+  /** Per request (not the stream), so a hung upstream never hangs a sync or a backfill. */
+  requestTimeoutMs?: number
+}
+
+type Json = Record<string, unknown>
+const isObj = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v)
+
+export class UpstreamClient {
+  private readonly base: string
+  private readonly headers: Record<string, string>
+  private readonly timeoutMs: number
+
+  constructor(options: UpstreamOptions) {
+    this.base = options.baseUrl.replace(/\/+$/, '')
+    this.headers = {
+      'user-agent': 'threadline-ingest',
+      ...(options.bearerToken ? { authorization: `Bearer ${options.bearerToken}` } : {}),
+    }
+    this.timeoutMs = options.requestTimeoutMs ?? 30_000
+  }
+
+  url(path: string, params: Record<string, string | undefined> = {}): string {
+    const u = new URL(this.base + path)
+    for (const [k, v] of Object.entries(params)) if (v !== undefined) u.searchParams.set(k, v)
+    return u.toString()
+  }
+
+  private async request(
+    method: 'GET' | 'POST',
+    path: string,
+    params: Record<string, string | undefined>,
+    body?: unknown,
+    signal?: AbortSignal,
+  ): Promise<{ status: number; text: string; rateLimit: RateLimit }> {
+    const timeout = AbortSignal.timeout(this.timeoutMs)
+    const res = await fetch(this.url(path, params), {
+      method,
+      headers:
+        body === undefined ? this.headers : { ...this.headers, 'content-type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+      signal: signal ? AbortSignal.any([signal, timeout]) : timeout,
+    })
+    const text = await res.text()
+    return { status: res.status, text, rateLimit: parseRateLimit(res.headers) }
+  }
+
+  private async json(
+    method: 'GET' | 'POST',
+    path: string,
+    params: Record<string, string | undefined>,
+    body?: unknown,
+    signal?: AbortSignal,
+    okStatuses: readonly number[] = [200, 201],
+  ): Promise<{ status: number; text: string; json: Json; rateLimit: RateLimit }> {
+    const res = await this.request(method, path, params, body, signal)
+    if (!okStatuses.includes(res.status)) {
+      throw new UpstreamHttpError(method, path, res.status, res.text, res.rateLimit)
+    }
+    let json: unknown
+    try {
+      json = JSON.parse(res.text)
+    } catch {
+      throw new UpstreamHttpError(method, path, res.status, `not JSON: ${res.text}`, res.rateLimit)
+    }
+    if (!isObj(json)) throw new UpstreamHttpError(method, path, res.status, res.text, res.rateLimit)
+    return { ...res, json }
+  }
+
+  /** Every rule the upstream holds, following pagination. */
+  async listRules(signal?: AbortSignal): Promise<UpstreamRuleItem[]> {
+    const rules: UpstreamRuleItem[] = []
+    let token: string | undefined
+    do {
+      const { json } = await this.json(
+        'GET',
+        '/2/tweets/search/stream/rules',
+        { max_results: '1000', pagination_token: token },
+        undefined,
+        signal,
+      )
+      for (const r of Array.isArray(json.data) ? json.data : []) {
+        if (isObj(r) && typeof r.id === 'string' && typeof r.value === 'string') {
+          rules.push({
+            id: r.id,
+            value: r.value,
+            tag: typeof r.tag === 'string' ? r.tag : undefined,
+          })
+        }
+      }
+      const meta = isObj(json.meta) ? json.meta : {}
+      token = typeof meta.next_token === 'string' ? meta.next_token : undefined
+    } while (token)
+    return rules
+  }
+
+  /**
+   * Adds rule values. Per-value outcomes come from `data` and `errors` (DuplicateRule carries the
+   * existing id). A 4xx refusal of a whole request of several values is retried value by value,
+   * so that one bad value cannot block the others and its own reason is known. Values with no
+   * outcome (neither placed nor refused) are left for the next sync.
+   */
+  async addRules(values: readonly string[], signal?: AbortSignal): Promise<AddRulesOutcome> {
+    const outcome: AddRulesOutcome = { placed: [], rejected: [] }
+    if (values.length === 0) return outcome
+    const res = await this.request(
+      'POST',
+      '/2/tweets/search/stream/rules',
+      {},
+      { add: values.map((value) => ({ value })) },
+      signal,
+    )
+    // Only a refusal of the content; auth, rate limit and server trouble are errors to retry.
+    const refused = res.status === 400 || res.status === 422
+    if (refused && values.length > 1) {
+      for (const value of values) {
+        const one = await this.addRules([value], signal)
+        outcome.placed.push(...one.placed)
+        outcome.rejected.push(...one.rejected)
+      }
+      return outcome
+    }
+    let json: unknown
+    try {
+      json = JSON.parse(res.text)
+    } catch {
+      json = undefined
+    }
+    if (!refused && (res.status >= 300 || !isObj(json))) {
+      throw new UpstreamHttpError(
+        'POST',
+        '/2/tweets/search/stream/rules',
+        res.status,
+        res.text,
+        res.rateLimit,
+      )
+    }
+    const body = isObj(json) ? json : {}
+    const asked = new Set(values)
+    for (const r of Array.isArray(body.data) ? body.data : []) {
+      if (
+        isObj(r) &&
+        typeof r.id === 'string' &&
+        typeof r.value === 'string' &&
+        asked.has(r.value)
+      ) {
+        outcome.placed.push({ value: r.value, id: r.id })
+      }
+    }
+    const errors = Array.isArray(body.errors) ? body.errors.filter(isObj) : []
+    for (const e of errors) {
+      const value = typeof e.value === 'string' ? e.value : undefined
+      if (value === undefined || !asked.has(value)) continue
+      if (typeof e.id === 'string' && /duplicate/i.test(String(e.title ?? e.type ?? ''))) {
+        outcome.placed.push({ value, id: e.id })
+        continue
+      }
+      outcome.rejected.push({ value, reason: describeError(e) })
+    }
+    if (refused && outcome.rejected.length === 0 && outcome.placed.length === 0) {
+      // One value refused without a per-value error: the body is the reason.
+      outcome.rejected.push({
+        value: values[0]!,
+        reason: `${res.status}: ${summarise(body, res.text)}`,
+      })
+    }
+    return outcome
+  }
+
+  async deleteRules(ids: readonly string[], signal?: AbortSignal): Promise<void> {
+    if (ids.length === 0) return
+    await this.json('POST', '/2/tweets/search/stream/rules', {}, { delete: { ids } }, signal)
+  }
+
+  /** One page of search for `query`, with all fields and expansions. */
+  async search(
+    kind: 'recent' | 'all',
+    query: string,
+    nextToken: string | undefined,
+    signal?: AbortSignal,
+  ): Promise<Page> {
+    const path = `/2/tweets/search/${kind}`
+    const { text, json, rateLimit } = await this.json(
+      'GET',
+      path,
+      { query, max_results: '100', next_token: nextToken, ...fieldParams() },
+      undefined,
+      signal,
+      [200],
+    )
+    const meta = isObj(json.meta) ? json.meta : {}
+    return {
+      body: text,
+      resultCount: Array.isArray(json.data) ? json.data.length : 0,
+      nextToken: typeof meta.next_token === 'string' ? meta.next_token : undefined,
+      rateLimit,
+    }
+  }
+
+  /** Posts by id (`GET /2/tweets?ids=`), with all fields and expansions. */
+  async lookup(ids: readonly string[], signal?: AbortSignal): Promise<Page> {
+    const { text, json, rateLimit } = await this.json(
+      'GET',
+      '/2/tweets',
+      { ids: ids.join(','), ...fieldParams() },
+      undefined,
+      signal,
+      [200],
+    )
+    return {
+      body: text,
+      resultCount: Array.isArray(json.data) ? json.data.length : 0,
+      rateLimit,
+    }
+  }
+
+  /** Opens the filtered stream; the caller reads (or refuses) the response. */
+  async openStream(backfillMinutes: number, signal: AbortSignal): Promise<Response> {
+    return fetch(
+      this.url('/2/tweets/search/stream', {
+        ...fieldParams(),
+        backfill_minutes: backfillMinutes > 0 ? String(backfillMinutes) : undefined,
+      }),
+      { headers: this.headers, signal },
+    )
+  }
+}
+
+function describeError(e: Json): string {
+  const details = Array.isArray(e.details) ? e.details.filter((d) => typeof d === 'string') : []
+  const title = typeof e.title === 'string' ? e.title : 'rejected'
+  const detail = typeof e.detail === 'string' ? e.detail : undefined
+  return [title, ...(details.length ? details : detail ? [detail] : [])].join(': ')
+}
+
+function summarise(body: Json, text: string): string {
+  const errors = Array.isArray(body.errors) ? body.errors.filter(isObj) : []
+  if (errors.length > 0) return errors.map(describeError).join('; ')
+  if (typeof body.detail === 'string') return body.detail
+  return text.slice(0, 500)
+}
