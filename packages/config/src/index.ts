@@ -134,28 +134,6 @@ export const envSchema = z.object({
   INGEST_BACKFILL_CONCURRENCY: int(2, 1, 64),
   /** The longest single wait on upstream rate limits inside a backfill job. */
   INGEST_BACKFILL_MAX_WAIT_MS: int(900_000, 1, 3_600_000),
-  // --- ingest (services/ingest): rule sync, stream reader, backfill, leader lease ---
-  /** Full rule reconcile against the upstream's GET rules (repairs drift), besides LISTEN. */
-  INGEST_RECONCILE_MS: int(60_000, 100, 3_600_000),
-  /** Coalesces a burst of rule changes into one sync. */
-  INGEST_RULES_DEBOUNCE_MS: int(200, 0, 60_000),
-  /** No byte (not even a keep-alive) for this long → reconnect. X sends keep-alives every 20 s. */
-  INGEST_STALL_MS: int(30_000, 100, 600_000),
-  /** `backfill_minutes` asked for on reconnect (0: do not ask; X allows 1–5). */
-  INGEST_BACKFILL_MINUTES: int(0, 0, 5),
-  INGEST_NETWORK_BACKOFF_STEP_MS: int(250, 1, 60_000),
-  INGEST_NETWORK_BACKOFF_MAX_MS: int(16_000, 1, 600_000),
-  INGEST_HTTP_BACKOFF_MS: int(5_000, 1, 600_000),
-  INGEST_HTTP_BACKOFF_MAX_MS: int(320_000, 1, 3_600_000),
-  INGEST_RATE_LIMIT_BACKOFF_MS: int(60_000, 1, 3_600_000),
-  INGEST_RATE_LIMIT_BACKOFF_MAX_MS: int(960_000, 1, 3_600_000),
-  /** After a 409 (no rules upstream), how often to look again when no rule change arrives. */
-  INGEST_NO_RULES_RETRY_MS: int(5_000, 10, 600_000),
-  /** Leader lease (one stream connection across replicas); renewed every third of it. */
-  INGEST_LEASE_MS: int(15_000, 300, 600_000),
-  INGEST_BACKFILL_CONCURRENCY: int(2, 1, 64),
-  /** The longest single wait on upstream rate limits inside a backfill job. */
-  INGEST_BACKFILL_MAX_WAIT_MS: int(900_000, 1, 3_600_000),
   // --- read API (services/api) ---
   API_POOL_MAX: int(10, 1, 500),
   /** Requests per token per endpoint per 15-minute window (X's app-auth figures by default). */
