@@ -148,6 +148,22 @@ export const envSchema = z.object({
   /** Signs pagination tokens so an altered one is refused; set it equal on every api replica. */
   API_TOKEN_SECRET: str('threadline-pagination'),
 })
+  // --- simulator (services/simulator): a synthetic X upstream, its world in memory ---
+  SIMULATOR_HOST: str('127.0.0.1'),
+  SIMULATOR_PORT: int(3100, 0, 65535),
+  SIMULATOR_SEED: int(42, 0, 2_147_483_647),
+  /** New Posts per second (0: only on demand through POST /_sim/emit). */
+  SIMULATOR_RATE: int(5, 0, 1_000_000),
+  SIMULATOR_BEARER_TOKEN: str('simulator-token'),
+  SIMULATOR_KEEPALIVE_MS: int(20_000, 10, 600_000),
+  SIMULATOR_USERS: int(2_000, 1, 1_000_000),
+  SIMULATOR_HISTORY_POSTS: int(20_000, 0, 5_000_000),
+  SIMULATOR_HISTORY_DAYS: int(10, 1, 365),
+  /** Older Posts are forgotten past this many, bounding memory in long runs. */
+  SIMULATOR_MAX_POSTS: int(200_000, 1_000, 50_000_000),
+  SIMULATOR_MAX_STREAM_CONNECTIONS: int(1, 1, 100),
+  /** Requests per endpoint per 15 minutes before a 429. */
+  SIMULATOR_RATE_LIMIT: int(100_000, 1, 100_000_000),
 
 export type Config = z.output<typeof envSchema>
 

@@ -1,0 +1,321 @@
+import type { ServerResponse } from 'node:http'
+import type { Logger } from '@threadline/logger'
+import type { Rule, RuleStore } from './rules.js'
+import { IncludesBuilder, postJson, type View } from './serialize.js'
+import type { SimPost, World } from './world.js'
+
+const CRLF = '\r\n'
+
+export type Route = 'stream' | 'rules' | 'search' | 'lookup' | 'users' | 'any'
+
+export interface FailNextOptions {
+  /** HTTP status to answer with (429 carries x-rate-limit-reset). Default 429. */
+  status?: number
+  /** Which requests fail; default the stream connect. */
+  route?: Route
+  /** Seconds until x-rate-limit-reset on the 429. Default 1. */
+  resetSeconds?: number
+}
+
+export type MalformedKind = 'truncated' | 'not-json' | 'no-id'
+
+/** Faults on demand. Each applies to what happens next (or now), then wears off. */
+export interface Faults {
+  /** The next `count` requests of `route` answer `status` instead of being served. */
+  failNext(count: number, options?: FailNextOptions): void
+  /** Ends every open stream now: abruptly (socket destroyed) or with an operational-disconnect line. */
+  dropStreams(options?: { graceful?: boolean }): number
+  /** Open streams get nothing (no Posts, no keep-alives) for `ms`; Posts meant for them are lost. */
+  silence(ms: number): void
+  /** Writes `count` malformed lines to every open stream now. */
+  malformed(count: number, kind?: MalformedKind): void
+  /** The next `count` Posts delivered are each sent twice. */
+  duplicateNext(count: number): void
+  /** The next `count` Posts delivered are held and then sent in reverse order (replies first). */
+  reorderNext(count: number): void
+  /** Clears every pending fault. */
+  reset(): void
+}
+
+export interface PendingFailure {
+  count: number
+  status: number
+  route: Route
+  resetSeconds: number
+}
+
+export interface RuleDeliveries {
+  value: string
+  tag: string
+  count: number
+  ids: string[]
+}
+
+export interface Deliveries {
+  /** Post lines written on streams (a duplicated Post counts twice). */
+  total: number
+  /** Ids in the order written, when recording. */
+  ids: string[]
+  byRule: Record<string, RuleDeliveries>
+}
+
+interface Connection {
+  res: ServerResponse
+  view: View
+  lastWriteMs: number
+  timer: NodeJS.Timeout
+  blocked: boolean
+}
+
+export interface StreamHubOptions {
+  world: World
+  rules: RuleStore
+  logger: Logger
+  keepAliveMs: number
+  maxBufferBytes: number
+  slowReader: 'disconnect' | 'pause'
+  recordDeliveries: boolean
+}
+
+/** Open filtered-stream connections: matching, framing, keep-alives, faults and the record of what was sent. */
+export class StreamHub {
+  private readonly connections = new Set<Connection>()
+  private silentUntil = 0
+  private duplicates = 0
+  private reorderLeft = 0
+  private held: { post: SimPost; rules: Rule[] }[] = []
+  readonly failures: PendingFailure[] = []
+  private deliveries: Deliveries = { total: 0, ids: [], byRule: {} }
+
+  constructor(private readonly options: StreamHubOptions) {}
+
+  get size(): number {
+    return this.connections.size
+  }
+
+  /** True while a slow reader holds generation back (slowReader: 'pause'). */
+  get blocked(): boolean {
+    for (const c of this.connections) if (c.blocked) return true
+    return false
+  }
+
+  /** Takes over a 200 response whose headers are sent; replays `backlog` first. */
+  open(res: ServerResponse, view: View, backlog: SimPost[]): void {
+    const conn: Connection = {
+      res,
+      view,
+      lastWriteMs: Date.now(),
+      blocked: false,
+      timer: setInterval(
+        () => {
+          const now = Date.now()
+          if (now < this.silentUntil || now - conn.lastWriteMs < this.options.keepAliveMs) return
+          this.write(conn, CRLF)
+        },
+        Math.max(5, Math.floor(this.options.keepAliveMs / 4)),
+      ),
+    }
+    this.connections.add(conn)
+    res.on('close', () => this.forget(conn))
+    res.on('drain', () => {
+      conn.blocked = false
+    })
+    if (backlog.length > 0)
+      this.deliverTo(
+        conn,
+        backlog.map((post) => ({ post, rules: this.options.rules.match(post.wire) })),
+      )
+  }
+
+  private forget(conn: Connection) {
+    clearInterval(conn.timer)
+    this.connections.delete(conn)
+  }
+
+  /** Sends new Posts to every open stream, with the faults that are pending. */
+  deliver(posts: SimPost[]): void {
+    if (this.connections.size === 0 || this.options.rules.size === 0) return
+    let items: { post: SimPost; rules: Rule[] }[] = []
+    for (const post of posts) {
+      const rules = this.options.rules.match(post.wire)
+      if (rules.length > 0) items.push({ post, rules })
+    }
+    if (items.length === 0) return
+    if (this.reorderLeft > 0) {
+      const take = Math.min(this.reorderLeft, items.length)
+      this.held.push(...items.slice(0, take))
+      this.reorderLeft -= take
+      items = items.slice(take)
+      if (this.reorderLeft === 0) {
+        items = [...this.held.reverse(), ...items]
+        this.held = []
+      }
+    }
+    if (this.duplicates > 0) {
+      const doubled: typeof items = []
+      for (const item of items) {
+        doubled.push(item)
+        if (this.duplicates > 0) {
+          this.duplicates--
+          doubled.push(item)
+        }
+      }
+      items = doubled
+    }
+    if (items.length === 0) return
+    if (Date.now() < this.silentUntil) return
+    for (const conn of this.connections) this.deliverTo(conn, items)
+  }
+
+  private deliverTo(conn: Connection, items: { post: SimPost; rules: Rule[] }[]) {
+    // One write per batch: at benchmark rates a write per Post costs more than the Posts.
+    let chunk = ''
+    for (const { post, rules } of items) chunk += this.line(post, rules, conn.view)
+    this.write(conn, chunk)
+    const d = this.deliveries
+    d.total += items.length
+    if (!this.options.recordDeliveries) return
+    for (const { post, rules } of items) {
+      d.ids.push(post.id)
+      for (const rule of rules) {
+        const r = (d.byRule[rule.id] ??= {
+          value: rule.value,
+          tag: rule.tag ?? '',
+          count: 0,
+          ids: [],
+        })
+        r.count++
+        r.ids.push(post.id)
+      }
+    }
+  }
+
+  private line(post: SimPost, rules: Rule[], view: View): string {
+    const includes = new IncludesBuilder(this.options.world, view)
+    includes.add(post)
+    let matching = ''
+    for (const rule of rules) {
+      matching += `${matching === '' ? '' : ','}{"id":"${rule.id}","tag":${JSON.stringify(rule.tag ?? '')}}`
+    }
+    return `{"data":${postJson(this.options.world, post, view)}${includes.suffix()},"matching_rules":[${matching}]}${CRLF}`
+  }
+
+  private write(conn: Connection, text: string) {
+    const { res } = conn
+    if (res.destroyed || res.writableEnded) return
+    res.write(text)
+    conn.lastWriteMs = Date.now()
+    if (res.writableLength > this.options.maxBufferBytes) {
+      if (this.options.slowReader === 'pause') {
+        conn.blocked = true
+        return
+      }
+      this.options.logger.warn({ buffered: res.writableLength }, 'slow reader disconnected')
+      this.end(
+        conn,
+        'SlowReader',
+        'This stream was disconnected because the client could not keep up.',
+      )
+    }
+  }
+
+  private end(conn: Connection, type: string, detail: string) {
+    const { res } = conn
+    if (!res.destroyed && !res.writableEnded) {
+      res.end(
+        JSON.stringify({
+          errors: [
+            {
+              title: 'operational-disconnect',
+              disconnect_type: type,
+              detail,
+              type: 'https://api.twitter.com/2/problems/operational-disconnect',
+            },
+          ],
+        }) + CRLF,
+      )
+    }
+    // A client that stops reading would hold the socket open: do not wait for it.
+    setTimeout(() => res.destroy(), 200).unref()
+    this.forget(conn)
+  }
+
+  /** Ends every stream with an operational-disconnect line; resolves once they closed (or soon). */
+  async closeAll(waitMs = 250): Promise<void> {
+    const closed = [...this.connections].map((conn) => {
+      const done = new Promise<void>((resolve) => {
+        if (conn.res.destroyed) resolve()
+        else conn.res.once('close', () => resolve())
+      })
+      this.end(conn, 'OperationalDisconnect', 'The server is shutting down.')
+      return done
+    })
+    let timer: NodeJS.Timeout | undefined
+    await Promise.race([
+      Promise.all(closed),
+      new Promise<void>((resolve) => (timer = setTimeout(resolve, waitMs))),
+    ])
+    clearTimeout(timer)
+  }
+
+  readonly faults: Faults = {
+    failNext: (count, { status = 429, route = 'stream', resetSeconds = 1 } = {}) => {
+      this.failures.push({ count, status, route, resetSeconds })
+    },
+    dropStreams: ({ graceful = false } = {}) => {
+      const n = this.connections.size
+      for (const conn of [...this.connections]) {
+        if (graceful) this.end(conn, 'OperationalDisconnect', 'Injected disconnect.')
+        else {
+          this.forget(conn)
+          conn.res.socket?.destroy()
+          conn.res.destroy()
+        }
+      }
+      return n
+    },
+    silence: (ms) => {
+      this.silentUntil = Date.now() + ms
+    },
+    malformed: (count, kind = 'truncated') => {
+      const lines: Record<MalformedKind, string> = {
+        truncated: '{"data":{"id":"1","text":"cut off mid',
+        'not-json': 'this is not json <html>',
+        'no-id': '{"data":{"text":"a Post without an id"},"matching_rules":[]}',
+      }
+      for (const conn of this.connections) {
+        for (let i = 0; i < count; i++) this.write(conn, lines[kind] + CRLF)
+      }
+    },
+    duplicateNext: (count) => {
+      this.duplicates += count
+    },
+    reorderNext: (count) => {
+      this.reorderLeft += count
+    },
+    reset: () => {
+      this.failures.length = 0
+      this.silentUntil = 0
+      this.duplicates = 0
+      this.reorderLeft = 0
+      this.held = []
+    },
+  }
+
+  /** Takes a pending failure for this request, if one applies. */
+  takeFailure(route: Route): PendingFailure | undefined {
+    const f = this.failures.find((x) => x.route === route || x.route === 'any')
+    if (!f) return undefined
+    f.count--
+    if (f.count <= 0) this.failures.splice(this.failures.indexOf(f), 1)
+    return f
+  }
+
+  sent(): Deliveries {
+    return this.deliveries
+  }
+
+  resetSent(): void {
+    this.deliveries = { total: 0, ids: [], byRule: {} }
+  }
+}
