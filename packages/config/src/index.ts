@@ -147,7 +147,6 @@ export const envSchema = z.object({
   API_TOKEN_CACHE_MS: int(10_000, 0, 600_000),
   /** Signs pagination tokens so an altered one is refused; set it equal on every api replica. */
   API_TOKEN_SECRET: str('threadline-pagination'),
-})
   // --- simulator (services/simulator): a synthetic X upstream, its world in memory ---
   SIMULATOR_HOST: str('127.0.0.1'),
   SIMULATOR_PORT: int(3100, 0, 65535),
@@ -164,6 +163,7 @@ export const envSchema = z.object({
   SIMULATOR_MAX_STREAM_CONNECTIONS: int(1, 1, 100),
   /** Requests per endpoint per 15 minutes before a 429. */
   SIMULATOR_RATE_LIMIT: int(100_000, 1, 100_000_000),
+})
 
 export type Config = z.output<typeof envSchema>
 
