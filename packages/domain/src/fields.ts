@@ -98,7 +98,13 @@ export const MEDIA_FIELDS = [
   'width',
 ] as const
 
-export const POLL_FIELDS = ['duration_minutes', 'end_datetime', 'id', 'options', 'voting_status'] as const
+export const POLL_FIELDS = [
+  'duration_minutes',
+  'end_datetime',
+  'id',
+  'options',
+  'voting_status',
+] as const
 
 export const PLACE_FIELDS = [
   'contained_within',

@@ -1,0 +1,55 @@
+import type { Config } from '@threadline/config'
+import { assertSchemaCurrent, createDb } from '@threadline/db'
+import type { Logger } from '@threadline/logger'
+import { createRedis } from '@threadline/queue'
+import { buildServer, type ApiServer } from './server.js'
+
+/** Every statement of the API gives up after this long: a hostile query costs bounded time. */
+const STATEMENT_TIMEOUT_MS = 10_000
+
+function withStatementTimeout(url: string): string {
+  const u = new URL(url)
+  const prior = u.searchParams.get('options')
+  u.searchParams.set(
+    'options',
+    `${prior ? `${prior} ` : ''}-c statement_timeout=${STATEMENT_TIMEOUT_MS}`,
+  )
+  return u.toString()
+}
+
+/** Builds the read API and the clients it owns from configuration. Refuses a schema that is behind. */
+export async function apiFromConfig(config: Config, logger: Logger): Promise<ApiServer> {
+  const db = createDb({
+    url: withStatementTimeout(config.DATABASE_URL),
+    poolMax: config.API_POOL_MAX,
+    applicationName: 'threadline-api',
+    logger,
+  })
+  try {
+    await assertSchemaCurrent(db)
+  } catch (err) {
+    await db.destroy()
+    throw err
+  }
+  return buildServer({
+    db,
+    redis: createRedis(config.REDIS_URL, 'producer', 'api'),
+    logger,
+    options: {
+      host: config.HOST,
+      port: config.PORT,
+      prefix: config.QUEUE_PREFIX,
+      rateLimits: {
+        lookup: config.API_RATE_LIMIT_LOOKUP,
+        search: config.API_RATE_LIMIT_SEARCH,
+        counts: config.API_RATE_LIMIT_COUNTS,
+        rules: config.API_RATE_LIMIT_RULES,
+      },
+      ruleCap: config.API_RULE_CAP,
+      queryMaxLength: config.API_QUERY_MAX_LENGTH,
+      bodyLimit: config.API_BODY_LIMIT_BYTES,
+      tokenCacheMs: config.API_TOKEN_CACHE_MS,
+      tokenSecret: config.API_TOKEN_SECRET,
+    },
+  })
+}

@@ -1,0 +1,4 @@
+export * from './server.js'
+export * from './from-config.js'
+export * from './errors.js'
+export * from './params.js'

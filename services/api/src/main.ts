@@ -1,0 +1,14 @@
+import { loadConfig } from '@threadline/config'
+import { createLogger } from '@threadline/logger'
+import { runUntilSignal } from '@threadline/runtime'
+import { apiFromConfig } from './from-config.js'
+
+const config = loadConfig()
+const logger = createLogger({ level: config.LOG_LEVEL, name: 'api' })
+try {
+  const api = await apiFromConfig(config, logger)
+  await runUntilSignal([api], logger, config.SHUTDOWN_TIMEOUT_MS)
+} catch (err) {
+  logger.fatal({ err }, 'api failed to start')
+  process.exitCode = 1
+}

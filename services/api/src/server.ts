@@ -1,0 +1,278 @@
+import { randomUUID } from 'node:crypto'
+import Fastify, {
+  type FastifyBaseLogger,
+  type FastifyInstance,
+  type FastifyReply,
+  type FastifyRequest,
+} from 'fastify'
+import { findAppByToken, hashToken, sql, type Db } from '@threadline/db'
+import type { Logger } from '@threadline/logger'
+import { closeRedis, createRateLimiter, type RateLimitResult, type Redis } from '@threadline/queue'
+import { once, type Service } from '@threadline/runtime'
+import {
+  ApiError,
+  internalError,
+  invalidRequest,
+  notFoundRoute,
+  payloadTooLarge,
+  serviceUnavailable,
+  tooManyRequests,
+  unauthorized,
+} from './errors.js'
+import { createOpenApi } from './openapi.js'
+import { createPageTokens } from './page-token.js'
+import type { EndpointParams, ParsedParams } from './params.js'
+import { registerRoutes } from './routes.js'
+
+export type RateGroup = 'lookup' | 'search' | 'counts' | 'rules'
+
+export interface ApiOptions {
+  host: string
+  port: number
+  /** Redis key prefix for rate-limit windows. */
+  prefix: string
+  rateLimits: Record<RateGroup, number>
+  ruleCap: number
+  queryMaxLength: number
+  bodyLimit: number
+  tokenCacheMs: number
+  tokenSecret: string
+  /** The clock, for tests of time windows. */
+  now?: () => Date
+}
+
+export interface ApiDeps {
+  db: Db
+  /** A producer-style connection (fails fast); the server closes it. */
+  redis: Redis
+  logger: Logger
+  options: ApiOptions
+}
+
+export interface AuthedApp {
+  app_id: string
+  token_id: string
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    client?: AuthedApp
+  }
+  interface FastifyContextConfig {
+    /** The rate-limit bucket and OpenAPI operation of a `/2/` route. */
+    endpoint?: { name: string; group: RateGroup; params: EndpointParams; summary: string }
+  }
+}
+
+/** What a route handler gets: validated parameters and the calling app. */
+export interface RouteContext {
+  params: ParsedParams
+  client: AuthedApp
+  request: FastifyRequest
+  reply: FastifyReply
+  now: Date
+}
+
+export interface ApiServer extends Service {
+  app: FastifyInstance
+  /** The listening address once started (`http://host:port`). */
+  url(): string
+}
+
+const RATE_HEADERS = ['x-rate-limit-limit', 'x-rate-limit-remaining', 'x-rate-limit-reset'] as const
+
+/** Postgres and network failures that mean "try again later" rather than a bug. */
+function isUnavailable(err: unknown): boolean {
+  const e = err as { code?: unknown; message?: unknown } | null
+  const code = typeof e?.code === 'string' ? e.code : ''
+  if (/^(08|53|57)/.test(code)) return true
+  if (['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE'].includes(code)) return true
+  return typeof e?.message === 'string' && /timeout exceeded|Connection terminated/i.test(e.message)
+}
+
+/**
+ * The read API: a pure factory over its clients. Nothing listens until `start()`; `close()` stops
+ * listening, then releases Postgres and Redis.
+ */
+export function buildServer(deps: ApiDeps): ApiServer {
+  const { db, redis, options } = deps
+  const log = deps.logger.child({ component: 'api' })
+  const now = options.now ?? (() => new Date())
+  const limiter = createRateLimiter(redis, { prefix: options.prefix })
+  const pageTokens = createPageTokens(options.tokenSecret)
+
+  const app = Fastify({
+    loggerInstance: log as FastifyBaseLogger,
+    disableRequestLogging: true,
+    bodyLimit: options.bodyLimit,
+    genReqId: (req) => {
+      const given = req.headers['x-request-id']
+      return typeof given === 'string' && /^[\w.-]{1,64}$/.test(given) ? given : randomUUID()
+    },
+    // Query strings are parsed per endpoint by parseParams (duplicates must be seen, not merged).
+    querystringParser: () => ({}),
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 500 },
+    return503OnClosing: true,
+  })
+
+  // Bodies are read as text and parsed by the route, so every failure gets X's message.
+  app.removeAllContentTypeParsers()
+  app.addContentTypeParser('*', { parseAs: 'string' }, (_req, body, done) => done(null, body))
+
+  // --- auth: bearer tokens, cached briefly so a hot client costs no query per request ---
+  const tokenCache = new Map<string, { value: AuthedApp | undefined; expires: number }>()
+  const authenticate = async (header: string | undefined): Promise<AuthedApp | undefined> => {
+    const m = header ? /^Bearer +(\S{1,512})\s*$/i.exec(header) : null
+    if (!m) return undefined
+    const key = hashToken(m[1]!).toString('base64')
+    const hit = tokenCache.get(key)
+    const t = Date.now()
+    if (hit && hit.expires > t) return hit.value
+    const value = await findAppByToken(db, m[1]!)
+    if (tokenCache.size > 10_000) tokenCache.clear()
+    tokenCache.set(key, { value, expires: t + options.tokenCacheMs })
+    return value
+  }
+
+  const applyRate = (reply: FastifyReply, r: RateLimitResult) => {
+    reply.header('x-rate-limit-limit', r.limit)
+    reply.header('x-rate-limit-remaining', r.remaining)
+    reply.header('x-rate-limit-reset', r.reset)
+  }
+
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('x-request-id', request.id)
+    const endpoint = request.routeOptions.config?.endpoint
+    if (!endpoint) return
+    const client = await authenticate(request.headers.authorization)
+    if (!client) throw unauthorized()
+    request.client = client
+    const limit = options.rateLimits[endpoint.group]
+    let result: RateLimitResult
+    try {
+      result = await Promise.race([
+        limiter.hit(endpoint.name, client.token_id, limit),
+        new Promise<never>((_, reject) =>
+          setTimeout(() => reject(new Error('rate limiter timed out')), 1_000).unref(),
+        ),
+      ])
+    } catch (err) {
+      // Redis trouble must not take reads down: let the request through, and say so in the log.
+      log.warn({ err, reqId: request.id }, 'rate limiter unavailable; request allowed')
+      const t = Date.now()
+      result = {
+        limit,
+        remaining: limit,
+        reset: Math.ceil((t - (t % limiter.windowMs) + limiter.windowMs) / 1000),
+        allowed: true,
+      }
+    }
+    applyRate(reply, result)
+    if (!result.allowed) throw tooManyRequests()
+  })
+
+  // Every response carries the rate-limit headers; those outside a counted route show a full window.
+  app.addHook('onSend', async (_request, reply, payload) => {
+    if (!reply.hasHeader(RATE_HEADERS[0])) {
+      const t = Date.now()
+      const limit = options.rateLimits.lookup
+      applyRate(reply, {
+        limit,
+        remaining: limit,
+        reset: Math.ceil((t - (t % limiter.windowMs) + limiter.windowMs) / 1000),
+        allowed: true,
+      })
+    }
+    reply.header('content-type', 'application/json; charset=utf-8')
+    return payload
+  })
+
+  app.addHook('onResponse', async (request, reply) => {
+    const status = reply.statusCode
+    const fields = {
+      reqId: request.id,
+      method: request.method,
+      route: request.routeOptions.url ?? 'unknown',
+      status,
+      ms: Math.round(reply.elapsedTime),
+      app: request.client?.app_id,
+    }
+    if (status >= 500) log.warn(fields, 'request failed')
+    else log.debug(fields, 'request')
+  })
+
+  app.setNotFoundHandler(async () => {
+    throw notFoundRoute()
+  })
+
+  app.setErrorHandler(async (err, request, reply) => {
+    let apiError: ApiError
+    const e = err as { code?: string; statusCode?: number }
+    if (err instanceof ApiError) apiError = err
+    else if (e.code === 'FST_ERR_CTP_BODY_TOO_LARGE') apiError = payloadTooLarge()
+    else if (e.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {
+      apiError = invalidRequest(
+        'body',
+        [],
+        'Requests with bodies must have content-type of application/json.',
+      )
+    } else if (typeof e.statusCode === 'number' && e.statusCode >= 400 && e.statusCode < 500) {
+      apiError =
+        e.statusCode === 413
+          ? payloadTooLarge()
+          : invalidRequest('request', [], 'The request could not be read.')
+    } else if (isUnavailable(err)) {
+      log.warn({ err, reqId: request.id }, 'dependency unavailable')
+      apiError = serviceUnavailable()
+    } else {
+      log.error({ err, reqId: request.id }, 'request failed')
+      apiError = internalError()
+    }
+    return reply.status(apiError.status).send(apiError.body)
+  })
+
+  const openApi = createOpenApi()
+  app.addHook('onRoute', openApi.onRoute)
+  const ctx = { db, log, options, now, pageTokens }
+  registerRoutes(app, ctx)
+
+  app.get('/health', async () => ({ status: 'ok' }))
+  app.get('/ready', async (_request, reply) => {
+    try {
+      await Promise.race([
+        Promise.all([sql`SELECT 1`.execute(db), redis.ping()]),
+        new Promise((_, reject) => setTimeout(() => reject(new Error('timeout')), 2_000).unref()),
+      ])
+      return { status: 'ready' }
+    } catch (err) {
+      log.warn({ err }, 'not ready')
+      const e = serviceUnavailable()
+      return reply.status(e.status).send(e.body)
+    }
+  })
+  app.get('/2/openapi.json', async () => openApi.document())
+
+  let address = ''
+  return {
+    app,
+    url: () => address,
+    async start() {
+      address = await app.listen({ host: options.host, port: options.port })
+      log.info({ address }, 'api listening')
+    },
+    close: once(async () => {
+      await app.close()
+      await closeRedis(redis)
+      await db.destroy()
+      log.info('api closed')
+    }),
+  }
+}
+
+export type ServerContext = {
+  db: Db
+  log: Logger
+  options: ApiOptions
+  now: () => Date
+  pageTokens: ReturnType<typeof createPageTokens>
+}
