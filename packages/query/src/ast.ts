@@ -4,7 +4,7 @@
  */
 export type IdField = 'conversation_id' | 'in_reply_to' | 'quotes_of' | 'retweets_of'
 export type IsValue = 'reply' | 'quote' | 'retweet'
-export type HasValue = 'media' | 'links' | 'mentions' | 'hashtags'
+export type HasValue = 'media' | 'links' | 'mentions' | 'hashtags' | 'cashtags'
 
 export type Ast =
   | { type: 'and'; children: Ast[] }

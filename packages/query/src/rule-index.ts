@@ -1,18 +1,223 @@
-import type { Includes, WirePost } from '@threadline/domain'
+import { langTerm, type Includes, type WirePost, type WireUser } from '@threadline/domain'
 import type { Ast } from './ast.js'
+import { compileView, type ViewPredicate } from './matcher.js'
+import { STOPWORDS } from './parse.js'
+import { viewOf, type PostView } from './view.js'
 
+/** Equality keys a Post can be looked up by; each mirrors one PostView field. */
+type KeyKind =
+  | 'conversation' // conversation_id
+  | 'replyTo' // in_reply_to (first replied_to reference)
+  | 'quotes' // a quoted reference
+  | 'retweets' // a retweeted reference
+  | 'author' // author_id
+  | 'authorName' // lower-cased author username
+  | 'replyUser' // in_reply_to_user_id
+  | 'replyUserName' // lower-cased replied-to username
+  | 'term' // one search term
+type Key = readonly [KeyKind, string]
+
+/** A rule's keys: a Post can match the rule only if it has one of them. Lower rank = rarer. */
+interface Plan {
+  keys: Key[]
+  rank: number
+}
+
+const termRank = (t: string): number =>
+  t.startsWith('lang:') || t.startsWith('is:') || t.startsWith('has:')
+    ? 6
+    : STOPWORDS.has(t) || t.length < 3
+      ? 5
+      : 3
+
+/** The rarest-looking term of a phrase: the whole phrase implies every one of them. */
+function bestTerm(terms: string[]): string {
+  let best = terms[0]!
+  for (const t of terms) {
+    if (termRank(t) < termRank(best) || (termRank(t) === termRank(best) && t.length > best.length))
+      best = t
+  }
+  return best
+}
+
+/**
+ * Which keys must a matching Post carry? AND needs only its most selective child's keys, OR needs
+ * the union of all its children's, and a negation (or an empty phrase) gives none: such rules go
+ * to the fallback list and are tested against every Post.
+ */
+function plan(ast: Ast): Plan | undefined {
+  switch (ast.type) {
+    case 'id': {
+      const kind: KeyKind = {
+        conversation_id: 'conversation',
+        in_reply_to: 'replyTo',
+        quotes_of: 'quotes',
+        retweets_of: 'retweets',
+      }[ast.field] as KeyKind
+      return { keys: [[kind, ast.id]], rank: 1 }
+    }
+    case 'user': {
+      const keys: Key[] = []
+      const from = ast.role === 'from'
+      if (ast.id !== undefined) keys.push([from ? 'author' : 'replyUser', ast.id])
+      if (ast.username !== undefined)
+        keys.push([from ? 'authorName' : 'replyUserName', ast.username])
+      return { keys, rank: 2 }
+    }
+    case 'text':
+    case 'url': {
+      if (ast.terms.length === 0) return undefined
+      const t = bestTerm(ast.terms)
+      return { keys: [['term', t]], rank: termRank(t) }
+    }
+    case 'entity':
+      return { keys: [['term', ast.term]], rank: 3 }
+    case 'is':
+    case 'has':
+      return { keys: [['term', `${ast.type}:${ast.value}`]], rank: 6 }
+    case 'lang':
+      return { keys: [['term', langTerm(ast.value)]], rank: 6 }
+    case 'not':
+      return undefined
+    case 'and': {
+      let best: Plan | undefined
+      for (const c of ast.children) {
+        const p = plan(c)
+        if (!p) continue
+        if (
+          !best ||
+          p.rank < best.rank ||
+          (p.rank === best.rank && p.keys.length < best.keys.length)
+        )
+          best = p
+      }
+      return best
+    }
+    case 'or': {
+      const keys: Key[] = []
+      let rank = 0
+      for (const c of ast.children) {
+        const p = plan(c)
+        if (!p) return undefined
+        keys.push(...p.keys)
+        rank = Math.max(rank, p.rank)
+      }
+      return { keys, rank }
+    }
+  }
+}
+
+/** Rules whose keys say it all: a key hit is a match, no predicate to run. */
+function isExact(ast: Ast): boolean {
+  switch (ast.type) {
+    case 'id':
+    case 'user':
+    case 'entity':
+    case 'is':
+    case 'has':
+    case 'lang':
+      return true
+    case 'text':
+    case 'url':
+      return ast.terms.length === 1
+    default:
+      return false
+  }
+}
+
+interface Entry<T> {
+  id: string
+  payload: T
+  test: ViewPredicate
+  exact: boolean
+  keys: Key[] | undefined
+}
+
+/**
+ * Finds every rule a Post matches without testing each rule: rules are filed under equality keys
+ * (conversation, reply and quote targets, authors, search terms) and only the rules filed under
+ * one of the Post's keys, plus the few that have no key (negations only), are tested. Adding and
+ * removing a rule costs a few map operations.
+ */
 export class RuleIndex<T> {
-  private readonly rules = new Map<string, { ast: Ast; payload: T }>()
+  private readonly entries = new Map<string, Entry<T>>()
+  private readonly byKey = new Map<KeyKind, Map<string, Set<Entry<T>>>>()
+  private readonly fallback = new Set<Entry<T>>()
+
   add(id: string, ast: Ast, payload: T): void {
-    this.rules.set(id, { ast, payload })
+    this.remove(id)
+    const p = plan(ast)
+    const entry: Entry<T> = {
+      id,
+      payload,
+      test: compileView(ast),
+      exact: isExact(ast),
+      keys: p?.keys,
+    }
+    this.entries.set(id, entry)
+    if (!p) {
+      this.fallback.add(entry)
+      return
+    }
+    for (const [kind, value] of p.keys) {
+      let map = this.byKey.get(kind)
+      if (!map) this.byKey.set(kind, (map = new Map()))
+      let set = map.get(value)
+      if (!set) map.set(value, (set = new Set()))
+      set.add(entry)
+    }
   }
+
   remove(id: string): void {
-    this.rules.delete(id)
+    const entry = this.entries.get(id)
+    if (!entry) return
+    this.entries.delete(id)
+    this.fallback.delete(entry)
+    for (const [kind, value] of entry.keys ?? []) {
+      const map = this.byKey.get(kind)
+      const set = map?.get(value)
+      if (!set) continue
+      set.delete(entry)
+      if (set.size === 0) map!.delete(value)
+    }
   }
-  match(_post: WirePost, _includes?: Includes): T[] {
-    return []
+
+  /** Payloads of every rule the Post matches (each once, in no particular order). */
+  match(post: WirePost, includes?: Includes, author?: WireUser): T[] {
+    return this.matchView(viewOf(post, includes, author))
   }
+
+  matchView(view: PostView): T[] {
+    const out: T[] = []
+    const seen = new Set<Entry<T>>()
+    const visit = (set: Set<Entry<T>> | undefined): void => {
+      if (!set) return
+      for (const e of set) {
+        if (seen.has(e)) continue
+        seen.add(e)
+        if (e.exact || e.test(view)) out.push(e.payload)
+      }
+    }
+    const lookup = (kind: KeyKind, value: string | undefined): void => {
+      if (value !== undefined) visit(this.byKey.get(kind)?.get(value))
+    }
+    lookup('conversation', view.conversationId)
+    lookup('replyTo', view.inReplyTo)
+    lookup('author', view.authorId)
+    lookup('authorName', view.authorUsername)
+    lookup('replyUser', view.replyToUserId)
+    lookup('replyUserName', view.replyToUsername)
+    for (const r of view.refs) {
+      if (r.type === 'quoted') lookup('quotes', r.id)
+      else if (r.type === 'retweeted') lookup('retweets', r.id)
+    }
+    const terms = this.byKey.get('term')
+    if (terms) for (const t of view.terms) visit(terms.get(t))
+    for (const e of this.fallback) if (e.test(view)) out.push(e.payload)
+    return out
+  }
+
   get size(): number {
-    return this.rules.size
+    return this.entries.size
   }
 }
