@@ -37,11 +37,13 @@ function normalise(s: string): string {
   return s.replace(LONE_SURROGATE, '\ufffd').normalize('NFKC')
 }
 
+/** Case folding close to Unicode's full folding (`ß` → `ss`), per token so context cannot matter. */
+const fold = (token: string): string => token.toUpperCase().toLowerCase()
+
 /**
- * Lower-cased, Unicode-aware word tokens: runs of letters, marks and digits; anything else
+ * Case-folded, Unicode-aware word tokens (NFKC): runs of letters, marks and digits; anything else
  * separates (`coca-cola` → coca, cola; `don't` → don, t). Han, kana and Thai-like scripts give one
- * token per character. Each token is lower-cased on its own, so context (Greek final sigma) does
- * not depend on the neighbours.
+ * token per character.
  */
 export function tokenize(text: string): string[] {
   const out: string[] = []
@@ -51,13 +53,13 @@ export function tokenize(text: string): string[] {
       // Split the run around per-character scripts, keeping other letters together.
       let last = 0
       for (const c of run.matchAll(PER_CHAR_G)) {
-        if (c.index > last) out.push(run.slice(last, c.index).toLowerCase())
+        if (c.index > last) out.push(fold(run.slice(last, c.index)))
         out.push(c[0])
         last = c.index + c[0].length
       }
-      if (last < run.length) out.push(run.slice(last).toLowerCase())
+      if (last < run.length) out.push(fold(run.slice(last)))
     } else {
-      out.push(run.toLowerCase())
+      out.push(fold(run))
     }
   }
   return out
@@ -65,7 +67,7 @@ export function tokenize(text: string): string[] {
 
 /** One prefixed term for a tag or name; empty when nothing usable is left. */
 function entityTerm(sigil: '#' | '@' | '$', value: string): string {
-  const v = normalise(value).toLowerCase().replace(/\s+/gu, '')
+  const v = fold(normalise(value)).replace(/\s+/gu, '')
   return v === '' ? '' : sigil + v
 }
 
