@@ -156,6 +156,12 @@ export function createWorld(options: WorldOptions): World {
     usersById.set(id, user)
   }
 
+  // At benchmark rates many Posts share a millisecond: format each millisecond once.
+  let isoMs = -1
+  let iso = ''
+  const isoAt = (ms: number) =>
+    ms === isoMs ? iso : ((isoMs = ms), (iso = new Date(ms).toISOString()))
+
   const pickAuthor = () => users[prng.skewed(users.length, 2)]!
   const alive = (p: SimPost | undefined): p is SimPost => p !== undefined && !p.evicted
 
@@ -213,7 +219,7 @@ export function createWorld(options: WorldOptions): World {
   function make(plan: Plan, atMs: number): SimPost {
     const { id, ms } = nextId(atMs)
     const author = pickAuthor()
-    const created_at = new Date(ms).toISOString()
+    const created_at = isoAt(ms)
     const metrics = {
       retweet_count: 0,
       reply_count: 0,
