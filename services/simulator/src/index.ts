@@ -4,6 +4,7 @@ export { createWorld, type World, type WorldOptions, type SimPost, type SimUser 
 export {
   RuleStore,
   compileConversationRule,
+  queryCompiler,
   type CompiledRule,
   type RuleCompiler,
 } from './rules.js'

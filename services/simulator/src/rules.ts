@@ -1,4 +1,5 @@
-import { generateId, isId, type WirePost } from '@threadline/domain'
+import { generateId, isId, type Includes, type WirePost } from '@threadline/domain'
+import { compileMatcher, conversationIdOf, parseQuery } from '@threadline/query'
 
 /** A rule value made ready for matching. */
 export interface CompiledRule {
@@ -15,9 +16,24 @@ export type RuleCompiler = (
 const CONVERSATION_TERM = /^\(?conversation_id:(\d{1,19})\)?$/
 
 /**
- * @NOTE The query package (parseQuery/compileMatcher/RuleIndex) is still a stub; until it works, the
- * simulator understands `conversation_id:ID` rules and ORs of them, which is all the ingest places.
- * Pass another compiler to createSimulator (options.compileRule) to swap in the full language.
+ * The X query language through the query package: a bare `conversation_id:X` rule becomes a hash
+ * lookup, anything else a compiled predicate. `includesOf` supplies the users that `from:`/`to:` by
+ * username need.
+ */
+export function queryCompiler(includesOf: (post: WirePost) => Includes): RuleCompiler {
+  return (value) => {
+    const parsed = parseQuery(value)
+    if (!parsed.ok) return { ok: false, reason: parsed.errors.join(', ') }
+    const conversation = conversationIdOf(parsed.ast)
+    if (conversation !== undefined) return { ok: true, rule: { conversationIds: [conversation] } }
+    const matcher = compileMatcher(parsed.ast)
+    return { ok: true, rule: { test: (post) => matcher(post, includesOf(post)) } }
+  }
+}
+
+/**
+ * A minimal compiler kept from before the query package worked: `conversation_id:ID` rules and ORs
+ * of them only. The simulator uses queryCompiler by default.
  */
 export const compileConversationRule: RuleCompiler = (value) => {
   const terms = value.trim().split(/\s+OR\s+/)

@@ -312,6 +312,15 @@ describe('simulator over HTTP', () => {
     expect(empty.body).toEqual({ meta: { result_count: 0 } })
   })
 
+  it('searches with other queries of the X language through the query package', async () => {
+    const page = await call(
+      sim,
+      '/2/tweets/search/all?query=is:retweet&max_results=50&tweet.fields=referenced_tweets',
+    )
+    expect(page.body.data.length).toBe(50)
+    for (const p of page.body.data) expect(p.referenced_tweets[0].type).toBe('retweeted')
+  })
+
   it('looks Posts up by ids with X not-found errors', async () => {
     const root = sim.demoConversations()[0]!
     const many = await call(sim, `/2/tweets?ids=${root},1234&${ALL}`)

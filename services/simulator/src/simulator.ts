@@ -14,7 +14,7 @@ import {
   invalid,
   readParams,
 } from './params.js'
-import { RuleStore, compileConversationRule, type RuleCompiler } from './rules.js'
+import { RuleStore, queryCompiler, type RuleCompiler } from './rules.js'
 import { IncludesBuilder, postJson, userJson, viewOf } from './serialize.js'
 import { StreamHub, type Deliveries, type Faults, type Route } from './stream.js'
 import { createWorld, type SimPost, type World, type WorldOptions } from './world.js'
@@ -38,7 +38,7 @@ export interface SimulatorOptions {
   slowReader?: 'disconnect' | 'pause'
   /** Keep the id of every Post sent (for end-to-end checks); off for long benchmarks. */
   recordDeliveries?: boolean
-  /** Rule and search query compiler; the default understands conversation_id rules. */
+  /** Rule and search query compiler; the default is the query package's language. */
   compileRule?: RuleCompiler
   logger?: Logger
 }
@@ -93,8 +93,17 @@ export function createSimulator(options: SimulatorOptions = {}): Simulator {
   const token = Buffer.from(options.bearerToken ?? 'simulator-token')
   const rateLimit = options.rateLimit ?? 100_000
   const maxConnections = options.maxStreamConnections ?? 1
-  const compile = options.compileRule ?? compileConversationRule
   const world = createWorld({ seed, ...options.world })
+  const compile =
+    options.compileRule ??
+    queryCompiler((post) => {
+      const users = []
+      for (const id of [post.author_id, post.in_reply_to_user_id]) {
+        const user = id === undefined ? undefined : world.user(id)
+        if (user) users.push(user.wire)
+      }
+      return { users }
+    })
   const rules = new RuleStore(compile)
   const hub = new StreamHub({
     world,
