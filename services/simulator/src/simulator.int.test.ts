@@ -315,7 +315,7 @@ describe('simulator over HTTP', () => {
   it('searches with other queries of the X language through the query package', async () => {
     const page = await call(
       sim,
-      '/2/tweets/search/all?query=is:retweet&max_results=50&tweet.fields=referenced_tweets',
+      '/2/tweets/search/all?query=RT%20is:retweet&max_results=50&tweet.fields=referenced_tweets',
     )
     expect(page.body.data.length).toBe(50)
     for (const p of page.body.data) expect(p.referenced_tweets[0].type).toBe('retweeted')
