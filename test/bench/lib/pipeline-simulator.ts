@@ -1,0 +1,33 @@
+import { compileConversationRule, createSimulator } from '@threadline/simulator'
+
+/**
+ * The simulator for `pnpm bench pipeline`, in its own process (as X is another machine): it
+ * generates at `rate` Posts/s, pausing when the reader falls behind, and one extra rule value,
+ * `bench:everything`, matches every Post so that the whole generated stream flows to the ingest.
+ */
+const rate = Number(process.argv[2] ?? 50_000)
+const token = process.argv[3] ?? 'bench-token'
+const sim = createSimulator({
+  port: 0,
+  rate,
+  seed: 7,
+  bearerToken: token,
+  keepAliveMs: 5_000,
+  slowReader: 'pause',
+  recordDeliveries: false,
+  world: { users: 20_000, historyPosts: 5_000, maxPosts: 200_000, demoConversations: 0 },
+  compileRule: (value) =>
+    value === 'bench:everything'
+      ? { ok: true, rule: { test: () => true } }
+      : compileConversationRule(value),
+})
+await sim.start()
+process.stdout.write(`${JSON.stringify({ url: sim.url })}\n`)
+const stop = () => {
+  const stats = sim.stats()
+  void sim.close().then(() => {
+    process.stderr.write(`simulator: generated ${stats.generated}, sent ${stats.sent.total}\n`)
+  })
+}
+process.once('SIGTERM', stop)
+process.once('SIGINT', stop)

@@ -1,0 +1,171 @@
+import { spawn } from 'node:child_process'
+import { randomBytes } from 'node:crypto'
+import { dirname, join } from 'node:path'
+import { Readable, Writable } from 'node:stream'
+import { pipeline } from 'node:stream/promises'
+import { fileURLToPath } from 'node:url'
+import pg from 'pg'
+import { from as copyFrom, to as copyTo } from 'pg-copy-streams'
+import { loadConfig } from '@threadline/config'
+import { addRules, createApp, createDb, migrateToLatest, sql, withDatabase } from '@threadline/db'
+import { ingestFromConfig } from '@threadline/ingest'
+import { createLogger } from '@threadline/logger'
+import { closeRedis, createRedis } from '@threadline/queue'
+import { writerFromConfig } from '@threadline/writer'
+
+/**
+ * `pnpm bench pipeline [posts] [rate]`: the simulator at full speed (its own process) → ingest →
+ * BullMQ `posts` → writer → Postgres, for a fixed number of Posts. Reports Posts/s end to end and,
+ * in the same run, the rate of a plain COPY of the same rows into a bare posts-like table; the last
+ * line is JSON with `ratio` = pipeline / COPY.
+ */
+const target = Number(process.argv[2] ?? 50_000)
+const rate = Number(process.argv[3] ?? 100_000)
+const base = loadConfig()
+const logger = createLogger({
+  level: process.env.BENCH_LOG_LEVEL ?? 'warn',
+  name: 'bench-pipeline',
+})
+const id = randomBytes(4).toString('hex')
+const prefix = `bench-pipeline-${id}`
+// A database of its own, fresh each run: a schema in a shared database could resolve to another
+// bench's tables through search_path.
+const database = 'threadline_bench_pipeline'
+const url = withDatabase(base.DATABASE_URL, database)
+const admin = new pg.Client({ connectionString: withDatabase(base.DATABASE_URL, 'postgres') })
+await admin.connect()
+await admin.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`)
+await admin.query(`CREATE DATABASE ${database}`)
+await admin.end()
+const config = loadConfig({
+  ...process.env,
+  DATABASE_URL: url,
+  QUEUE_PREFIX: prefix,
+  LOG_LEVEL: 'warn',
+  INGEST_STALL_MS: '30000',
+})
+const db = createDb({ url, poolMax: 2, applicationName: 'bench-pipeline' })
+const here = dirname(fileURLToPath(import.meta.url))
+const token = 'bench-token'
+
+const sim = spawn(
+  process.execPath,
+  ['--import', 'tsx', join(here, 'lib', 'pipeline-simulator.ts'), String(rate), token],
+  { stdio: ['ignore', 'pipe', 'inherit'] },
+)
+const simUrl = await new Promise<string>((resolve, reject) => {
+  let out = ''
+  sim.stdout.on('data', (chunk: Buffer) => {
+    out += chunk.toString('utf8')
+    const line = out.split('\n')[0]
+    if (out.includes('\n')) resolve((JSON.parse(line!) as { url: string }).url)
+  })
+  sim.once('exit', (code) => reject(new Error(`simulator exited with ${code}`)))
+})
+
+const stored = async () =>
+  Number((await sql<{ n: string }>`SELECT count(*)::text AS n FROM posts`.execute(db)).rows[0]!.n)
+
+try {
+  await migrateToLatest(db)
+  console.log(
+    `pipeline: ${target} Posts, simulator at up to ${rate}/s (${simUrl}), database ${database}`,
+  )
+  const writer = await writerFromConfig(config, logger)
+  const ingest = await ingestFromConfig(config, logger, {
+    upstreamUrl: simUrl,
+    options: { upstreamBearerToken: token },
+  })
+  await writer.start()
+  await ingest.start()
+  const app = await createApp(db, 'bench')
+  await addRules(db, app.app_id, [{ value: 'bench:everything' }], { cap: 1000 })
+
+  let t0 = 0
+  while ((await stored()) === 0) await new Promise((r) => setTimeout(r, 20))
+  t0 = performance.now()
+  const startCount = await stored()
+  let last = startCount
+  let lastPrint = t0
+  for (;;) {
+    const n = await stored()
+    const now = performance.now()
+    if (now - lastPrint >= 1_000) {
+      console.log(
+        `  ${n} stored, ${Math.round(((n - last) * 1000) / (now - lastPrint))}/s, read ${ingest.stats().lines} lines`,
+      )
+      last = n
+      lastPrint = now
+    }
+    if (n >= target + startCount) break
+    await new Promise((r) => setTimeout(r, 100))
+  }
+  const elapsedMs = performance.now() - t0
+  const storedRows = (await stored()) - startCount
+  const pipelineRate = (storedRows * 1000) / elapsedMs
+  await ingest.close()
+  await writer.close()
+  sim.kill('SIGTERM')
+
+  // Baseline: the same rows, COPY'd into a bare posts-like table (one statement, one index).
+  const columns =
+    'id, conversation_id, author_id, in_reply_to_user_id, in_reply_to_post_id, text, created_at, lang, raw'
+  const client = new pg.Client({ connectionString: url })
+  await client.connect()
+  const chunks: Buffer[] = []
+  await pipeline(
+    client.query(copyTo(`COPY (SELECT ${columns} FROM posts) TO STDOUT`)),
+    new Writable({
+      write(chunk: Buffer, _enc, cb) {
+        chunks.push(chunk)
+        cb()
+      },
+    }),
+  )
+  await client.query(`CREATE TABLE copy_baseline (
+    id bigint PRIMARY KEY, conversation_id bigint, author_id bigint, in_reply_to_user_id bigint,
+    in_reply_to_post_id bigint, text text NOT NULL, created_at timestamptz NOT NULL, lang text,
+    raw jsonb NOT NULL)`)
+  const rows = Number((await client.query('SELECT count(*)::int AS n FROM posts')).rows[0].n)
+  const c0 = performance.now()
+  await pipeline(
+    Readable.from(chunks),
+    client.query(copyFrom(`COPY copy_baseline (${columns}) FROM STDIN`)),
+  )
+  const copyMs = performance.now() - c0
+  await client.end()
+  const copyRate = (rows * 1000) / copyMs
+
+  console.log(
+    `pipeline ${Math.round(pipelineRate)} Posts/s (${storedRows} in ${Math.round(elapsedMs)} ms); ` +
+      `COPY ${Math.round(copyRate)} rows/s (${rows} in ${Math.round(copyMs)} ms)`,
+  )
+  console.log(
+    JSON.stringify({
+      bench: 'pipeline',
+      posts: storedRows,
+      elapsed_ms: Math.round(elapsedMs),
+      posts_per_s: Math.round(pipelineRate),
+      copy_rows: rows,
+      copy_ms: Math.round(copyMs),
+      copy_rows_per_s: Math.round(copyRate),
+      ratio: Number((pipelineRate / copyRate).toFixed(3)),
+      target_ratio: 0.5,
+    }),
+  )
+} finally {
+  sim.kill('SIGTERM')
+  await db.destroy()
+  const cleanup = new pg.Client({ connectionString: withDatabase(base.DATABASE_URL, 'postgres') })
+  await cleanup.connect()
+  await cleanup.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`)
+  await cleanup.end()
+  const redis = createRedis(base.REDIS_URL, 'producer', 'bench-cleanup')
+  let cursor = '0'
+  do {
+    const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000)
+    if (keys.length > 0) await redis.del(...keys)
+    cursor = next
+  } while (cursor !== '0')
+  await closeRedis(redis)
+}
