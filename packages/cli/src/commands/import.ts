@@ -1,0 +1,153 @@
+import { createReadStream } from 'node:fs'
+import { stat } from 'node:fs/promises'
+import { basename } from 'node:path'
+import { createInterface } from 'node:readline'
+import type { Config } from '@threadline/config'
+import { assertSchemaCurrent, createDb } from '@threadline/db'
+import type { Logger } from '@threadline/logger'
+import {
+  closeRedis,
+  createQueue,
+  createRedis,
+  JobTracker,
+  type PostsJob,
+  type PostsJobResult,
+} from '@threadline/queue'
+import { writerFromConfig } from '@threadline/writer'
+import { err, out, Progress, UsageError } from '../output.js'
+
+export interface ImportSummary {
+  files: number
+  lines: number
+  jobs: number
+  inserted: number
+  updated: number
+  rejected: number
+  /** Jobs whose result could not be read back (removed from Redis before we looked). */
+  unknown: number
+}
+
+/**
+ * `threadline import FILE…`: feeds NDJSON files (filtered-stream lines, search or lookup pages,
+ * twarc2 output) through the `posts` queue, the same path as the live stream, then waits for the
+ * writers and prints a summary. With no writer consuming the queue it runs one in this process.
+ */
+export async function importFiles(
+  config: Config,
+  logger: Logger,
+  files: string[],
+  options: { wait: boolean },
+): Promise<ImportSummary> {
+  if (files.length === 0) throw new UsageError('usage: threadline import FILE… [--no-wait]')
+  const sizes = await Promise.all(
+    files.map(async (f) => {
+      try {
+        return (await stat(f)).size
+      } catch {
+        throw new UsageError(`cannot read ${f}`)
+      }
+    }),
+  )
+  const totalBytes = sizes.reduce((a, b) => a + b, 0)
+  // Refuse before queueing anything: writers would refuse the batches of a schema that is behind.
+  const db = createDb({ url: config.DATABASE_URL, poolMax: 1, applicationName: 'threadline-cli' })
+  try {
+    await assertSchemaCurrent(db)
+  } finally {
+    await db.destroy()
+  }
+  const redis = createRedis(config.REDIS_URL, 'worker', 'import')
+  const queue = createQueue<PostsJob, PostsJobResult>('posts', {
+    connection: redis,
+    prefix: config.QUEUE_PREFIX,
+    logger,
+  })
+  const summary: ImportSummary = {
+    files: files.length,
+    lines: 0,
+    jobs: 0,
+    inserted: 0,
+    updated: 0,
+    rejected: 0,
+    unknown: 0,
+  }
+  const progress = new Progress()
+  let finished = 0
+  const tracker = new JobTracker<PostsJobResult>(queue, redis, (o) => {
+    finished += 1
+    if (o.result) {
+      summary.inserted += o.result.inserted
+      summary.updated += o.result.updated
+      summary.rejected += o.result.rejects
+    } else {
+      summary.unknown += 1
+    }
+    progress.update(
+      finished / Math.max(summary.jobs, 1),
+      `stored ${summary.inserted} Posts, ${summary.rejected} rejected`,
+    )
+  })
+  let writer: Awaited<ReturnType<typeof writerFromConfig>> | undefined
+  try {
+    if (options.wait) await tracker.ready()
+    let readBytes = 0
+    // Each job's observation time is a millisecond later than the previous one, so when a file
+    // holds the same Post twice the later line is the copy that stays.
+    const started = Date.now()
+    for (const [i, file] of files.entries()) {
+      const source = `import:${basename(file)}`
+      const lines = createInterface({ input: createReadStream(file, 'utf8'), crlfDelay: Infinity })
+      let batch: string[] = []
+      let batchBytes = 0
+      const flush = async () => {
+        if (batch.length === 0) return
+        const observedAt = new Date(started + summary.jobs).toISOString()
+        const job = await queue.add('batch', { source, observed_at: observedAt, lines: batch })
+        if (options.wait) tracker.follow(job.id!)
+        summary.jobs += 1
+        batch = []
+        batchBytes = 0
+      }
+      for await (const line of lines) {
+        readBytes += Buffer.byteLength(line) + 1
+        if (line.trim() === '') continue
+        summary.lines += 1
+        batch.push(line)
+        batchBytes += line.length
+        if (batch.length >= config.BATCH_MAX_ITEMS || batchBytes >= config.BATCH_MAX_BYTES)
+          await flush()
+        progress.update(
+          readBytes / Math.max(totalBytes, 1),
+          `file ${i + 1}/${files.length}: ${summary.lines} lines read, ${summary.jobs} batches queued`,
+        )
+      }
+      await flush()
+    }
+    progress.done()
+    err(`queued ${summary.lines} lines from ${files.length} file(s) as ${summary.jobs} batch(es)`)
+    if (!options.wait) return summary
+    if ((await queue.getWorkersCount()) === 0) {
+      err('no writer is consuming the queue; running one in this process')
+      writer = await writerFromConfig(config, logger)
+      await writer.start()
+    }
+    await tracker.wait()
+    progress.done()
+    return summary
+  } finally {
+    await tracker.close()
+    await writer?.close()
+    await queue.close()
+    await closeRedis(redis)
+  }
+}
+
+export function printSummary(s: ImportSummary): void {
+  out(JSON.stringify(s))
+  err(
+    `read ${s.lines} lines, queued ${s.jobs} batches; stored ${s.inserted} new Posts, ` +
+      `updated ${s.updated}, rejected ${s.rejected}` +
+      (s.rejected ? ' (see the ingest_rejects table)' : '') +
+      (s.unknown ? `; ${s.unknown} batch results no longer in Redis` : ''),
+  )
+}

@@ -1,0 +1,81 @@
+import { parseArgs } from 'node:util'
+import { ConfigError, loadConfig } from '@threadline/config'
+import { createLogger } from '@threadline/logger'
+import { appsCommand } from './commands/apps.js'
+import { importFiles, printSummary } from './commands/import.js'
+import { migrate } from './commands/migrate.js'
+import { rulesCommand } from './commands/rules.js'
+import { parseRoles, start } from './commands/start.js'
+import { err, UsageError } from './output.js'
+
+const HELP = `threadline — keeps whole conversations from X
+
+usage: threadline <command> [options]
+
+  migrate                          bring the database schema to the latest version
+  apps create --name NAME          create a client app; prints {"app_id","bearer_token","consumer_secret"}
+  rules add|list|delete --app ID   manage an app's stream rules
+  import FILE… [--no-wait]         feed NDJSON files (stream lines, search/lookup pages, twarc2) through the queue
+  start [--roles a,b] [--migrate]  run roles in this process (default: all)
+
+Configuration comes from the environment (see README, "Configuration").`
+
+async function main(argv: string[]): Promise<void> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      name: { type: 'string' },
+      app: { type: 'string' },
+      tag: { type: 'string' },
+      roles: { type: 'string' },
+      migrate: { type: 'boolean', default: false },
+      demo: { type: 'boolean', default: false },
+      simulate: { type: 'boolean', default: false },
+      'no-wait': { type: 'boolean', default: false },
+      help: { type: 'boolean', short: 'h', default: false },
+    },
+  })
+  const [command, ...args] = positionals
+  if (!command || values.help || command === 'help') {
+    err(HELP)
+    return
+  }
+  const config = loadConfig()
+  // Commands keep stdout for their results; logs go to stderr.
+  const logger = createLogger({
+    level: command === 'start' ? config.LOG_LEVEL : 'warn',
+    name: command,
+  })
+  switch (command) {
+    case 'migrate':
+      return migrate(config)
+    case 'apps':
+      return appsCommand(config, args, values)
+    case 'rules':
+      return rulesCommand(config, args, values)
+    case 'import':
+      printSummary(await importFiles(config, logger, args, { wait: !values['no-wait'] }))
+      return
+    case 'start':
+      return start(config, logger, {
+        roles: parseRoles(values.roles),
+        migrate: values.migrate || values.demo,
+      })
+    default:
+      throw new UsageError(`unknown command "${command}"\n\n${HELP}`)
+  }
+}
+
+main(process.argv.slice(2)).catch((error: unknown) => {
+  if (error instanceof UsageError || error instanceof ConfigError) {
+    err(error.message)
+    process.exitCode = 2
+  } else if ((error as { code?: string }).code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION') {
+    err((error as Error).message)
+    process.exitCode = 2
+  } else {
+    err(`threadline: ${(error as Error).message ?? String(error)}`)
+    process.exitCode = 1
+  }
+})

@@ -1,0 +1,28 @@
+/** Command-line output: results on stdout, progress and messages on stderr. */
+export const out = (line: string) => process.stdout.write(`${line}\n`)
+export const err = (line: string) => process.stderr.write(`${line}\n`)
+
+export class UsageError extends Error {
+  override name = 'UsageError'
+}
+
+/** A one-line progress display, redrawn in place on a terminal and silent elsewhere. */
+export class Progress {
+  private last = 0
+  private readonly tty = Boolean(process.stderr.isTTY)
+
+  update(fraction: number, text: string, force = false): void {
+    if (!this.tty) return
+    const now = Date.now()
+    if (!force && now - this.last < 100) return
+    this.last = now
+    const width = 30
+    const filled = Math.round(Math.max(0, Math.min(1, fraction)) * width)
+    const bar = `[${'#'.repeat(filled)}${' '.repeat(width - filled)}] ${(fraction * 100).toFixed(0).padStart(3)}%`
+    process.stderr.write(`\r\x1b[2K${bar} ${text}`)
+  }
+
+  done(): void {
+    if (this.tty) process.stderr.write('\r\x1b[2K')
+  }
+}
