@@ -106,13 +106,13 @@ describe('twitter-api-sdk', () => {
 
   it('manages rules', async () => {
     const added = await client().tweets.addOrDeleteRules({ add: [{ value: 'from:sdkclient' }] })
-    expect(added.meta.summary?.created).toBe(1)
+    expect((added.meta.summary as { created?: number }).created).toBe(1)
     const listed = await client().tweets.getRules()
     expect(listed.data?.map((r) => r.value)).toContain('from:sdkclient')
     const deleted = await client().tweets.addOrDeleteRules({
       delete: { ids: [added.data![0]!.id!] },
     })
-    expect(deleted.meta.summary?.deleted).toBe(1)
+    expect((deleted.meta.summary as { deleted?: number }).deleted).toBe(1)
   })
 })
 

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import Fastify, {
+  LogController,
   type FastifyBaseLogger,
   type FastifyInstance,
   type FastifyReply,
@@ -103,15 +104,19 @@ export function buildServer(deps: ApiDeps): ApiServer {
 
   const app = Fastify({
     loggerInstance: log as FastifyBaseLogger,
-    disableRequestLogging: true,
+    // Requests are logged once, by the onResponse hook below (with the app and the route).
+    logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: options.bodyLimit,
     genReqId: (req) => {
       const given = req.headers['x-request-id']
       return typeof given === 'string' && /^[\w.-]{1,64}$/.test(given) ? given : randomUUID()
     },
-    // Query strings are parsed per endpoint by parseParams (duplicates must be seen, not merged).
-    querystringParser: () => ({}),
-    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 500 },
+    routerOptions: {
+      ignoreTrailingSlash: true,
+      maxParamLength: 500,
+      // Query strings are parsed per endpoint by parseParams (duplicates must be seen, not merged).
+      querystringParser: () => ({}),
+    },
     return503OnClosing: true,
   })
 
@@ -140,6 +145,40 @@ export function buildServer(deps: ApiDeps): ApiServer {
     reply.header('x-rate-limit-reset', r.reset)
   }
 
+  const windowReset = (t: number) =>
+    Math.ceil((t - (t % limiter.windowMs) + limiter.windowMs) / 1000)
+
+  /** Counts one request; never rejects (Redis trouble lets the request through, logged). */
+  const countRequest = async (
+    name: string,
+    subject: string,
+    limit: number,
+    reqId: string,
+  ): Promise<RateLimitResult> => {
+    let timer: NodeJS.Timeout | undefined
+    try {
+      return await Promise.race([
+        limiter.hit(name, subject, limit),
+        new Promise<never>((_, reject) => {
+          timer = setTimeout(() => reject(new Error('rate limiter timed out')), 1_000)
+        }),
+      ])
+    } catch (err) {
+      log.warn({ err, reqId }, 'rate limiter unavailable; request allowed')
+      return { limit, remaining: limit, reset: windowReset(Date.now()), allowed: true }
+    } finally {
+      clearTimeout(timer)
+    }
+  }
+
+  /**
+   * Windows this process knows to be used up, by endpoint and token: further requests are refused
+   * at once, without touching Postgres or Redis. Other requests are counted in Redis while they
+   * run (the count is joined before the response is sent), so the limiter adds no latency.
+   */
+  const exhausted = new Map<string, RateLimitResult>()
+  const rateState = new WeakMap<FastifyRequest, Promise<RateLimitResult>>()
+
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id)
     const endpoint = request.routeOptions.config?.endpoint
@@ -147,41 +186,40 @@ export function buildServer(deps: ApiDeps): ApiServer {
     const client = await authenticate(request.headers.authorization)
     if (!client) throw unauthorized()
     request.client = client
-    const limit = options.rateLimits[endpoint.group]
-    let result: RateLimitResult
-    try {
-      result = await Promise.race([
-        limiter.hit(endpoint.name, client.token_id, limit),
-        new Promise<never>((_, reject) =>
-          setTimeout(() => reject(new Error('rate limiter timed out')), 1_000).unref(),
-        ),
-      ])
-    } catch (err) {
-      // Redis trouble must not take reads down: let the request through, and say so in the log.
-      log.warn({ err, reqId: request.id }, 'rate limiter unavailable; request allowed')
-      const t = Date.now()
-      result = {
-        limit,
-        remaining: limit,
-        reset: Math.ceil((t - (t % limiter.windowMs) + limiter.windowMs) / 1000),
-        allowed: true,
+    const key = `${endpoint.name}:${client.token_id}`
+    const known = exhausted.get(key)
+    if (known) {
+      if (known.reset * 1000 > Date.now()) {
+        applyRate(reply, known)
+        throw tooManyRequests()
       }
+      exhausted.delete(key)
     }
-    applyRate(reply, result)
-    if (!result.allowed) throw tooManyRequests()
+    const limit = options.rateLimits[endpoint.group]
+    rateState.set(request, countRequest(endpoint.name, client.token_id, limit, request.id))
   })
 
   // Every response carries the rate-limit headers; those outside a counted route show a full window.
-  app.addHook('onSend', async (_request, reply, payload) => {
-    if (!reply.hasHeader(RATE_HEADERS[0])) {
-      const t = Date.now()
+  app.addHook('onSend', async (request, reply, payload) => {
+    const counted = rateState.get(request)
+    if (counted) {
+      rateState.delete(request)
+      const result = await counted
+      applyRate(reply, result)
+      if (!result.allowed) {
+        if (exhausted.size > 10_000) exhausted.clear()
+        exhausted.set(
+          `${request.routeOptions.config.endpoint!.name}:${request.client!.token_id}`,
+          result,
+        )
+        const e = tooManyRequests()
+        reply.code(e.status)
+        reply.header('content-type', 'application/json; charset=utf-8')
+        return JSON.stringify(e.body)
+      }
+    } else if (!reply.hasHeader(RATE_HEADERS[0])) {
       const limit = options.rateLimits.lookup
-      applyRate(reply, {
-        limit,
-        remaining: limit,
-        reset: Math.ceil((t - (t % limiter.windowMs) + limiter.windowMs) / 1000),
-        allowed: true,
-      })
+      applyRate(reply, { limit, remaining: limit, reset: windowReset(Date.now()), allowed: true })
     }
     reply.header('content-type', 'application/json; charset=utf-8')
     return payload

@@ -1,0 +1,409 @@
+/**
+ * `pnpm bench api [--posts N] [--duration S] [--connections C]`: the read API against a bare
+ * node:http + pg server answering the same queries with hand-written JSON, on a store of ≥ 1M
+ * Posts (a dedicated database, generated with set-based SQL and reused between runs). Each server
+ * runs in its own child process so that autocannon does not share their event loop. The last line
+ * is JSON with `ratio`: the minimum over the scenarios of api req/s ÷ baseline req/s.
+ */
+import { spawn, type ChildProcess } from 'node:child_process'
+import http from 'node:http'
+import { createInterface } from 'node:readline'
+import { fileURLToPath } from 'node:url'
+import autocannon from 'autocannon'
+import pg from 'pg'
+import { loadConfig } from '@threadline/config'
+import {
+  createApp,
+  createDb,
+  ensureDatabase,
+  migrateToLatest,
+  sql,
+  withDatabase,
+} from '@threadline/db'
+import { silentLogger } from '@threadline/logger'
+import { createRedis } from '@threadline/queue'
+import { buildServer } from '@threadline/api'
+
+const args = process.argv.slice(2)
+const flag = (name: string, fallback: number) => {
+  const i = args.indexOf(`--${name}`)
+  return i >= 0 ? Number(args[i + 1]) : fallback
+}
+const TARGET_POSTS = flag('posts', 1_000_000)
+const ONLY = args.includes('--only') ? args[args.indexOf('--only') + 1]!.split(',') : undefined
+const DURATION = flag('duration', 8)
+const CONNECTIONS = flag('connections', 10)
+const CONVERSATIONS = 10_000
+const FIELDS = 'created_at,author_id,conversation_id,public_metrics'
+const TWEPOCH = 1288834974657n
+
+const config = loadConfig()
+const benchUrl = withDatabase(config.DATABASE_URL, 'threadline_bench')
+
+// ---------------------------------------------------------------- child processes: the servers
+
+async function serveApi(): Promise<void> {
+  const db = createDb({ url: benchUrl, poolMax: 10, applicationName: 'bench-api' })
+  const server = buildServer({
+    db,
+    redis: createRedis(config.REDIS_URL, 'producer', 'bench-api'),
+    logger: silentLogger(),
+    options: {
+      host: '127.0.0.1',
+      port: 0,
+      prefix: `bench-${process.pid}`,
+      rateLimits: { lookup: 1e9, search: 1e9, counts: 1e9, rules: 1e9 },
+      ruleCap: 1000,
+      queryMaxLength: 1024,
+      bodyLimit: 1_048_576,
+      tokenCacheMs: 60_000,
+      tokenSecret: 'bench',
+    },
+  })
+  await server.start()
+  process.stdout.write(`listening ${server.url()}\n`)
+  process.once('SIGTERM', () => void server.close())
+}
+
+type Row = {
+  id: string
+  text: string
+  created_at: Date
+  conversation_id: string | null
+  author_id: string | null
+  raw: { public_metrics?: unknown }
+}
+
+/** The same Post shape as the API's for FIELDS, written by hand. */
+function postJson(r: Row): string {
+  let s = `{"id":"${r.id}","text":${JSON.stringify(r.text)},"created_at":"${r.created_at.toISOString()}"`
+  if (r.author_id) s += `,"author_id":"${r.author_id}"`
+  if (r.conversation_id) s += `,"conversation_id":"${r.conversation_id}"`
+  if (r.raw.public_metrics) s += `,"public_metrics":${JSON.stringify(r.raw.public_metrics)}`
+  return s + '}'
+}
+
+async function serveBaseline(): Promise<void> {
+  const pool = new pg.Pool({ connectionString: benchUrl, max: 10 })
+  const cols = 'id, text, created_at, conversation_id, author_id, in_reply_to_user_id, raw'
+  const server = http.createServer((req, res) => {
+    const url = new URL(req.url!, 'http://x')
+    const send = (body: string) => {
+      res.writeHead(200, { 'content-type': 'application/json; charset=utf-8' })
+      res.end(body)
+    }
+    const fail = (err: Error) => {
+      res.writeHead(500)
+      res.end(String(err.message))
+    }
+    if (url.pathname === '/2/tweets') {
+      const ids = url.searchParams.get('ids')!.split(',')
+      pool
+        .query<Row>(`SELECT ${cols} FROM posts WHERE id = any($1::bigint[])`, [ids])
+        .then(({ rows }) => {
+          const byId = new Map(rows.map((r) => [r.id, r]))
+          const data = ids.flatMap((id) => (byId.has(id) ? [postJson(byId.get(id)!)] : []))
+          send(`{"data":[${data.join(',')}]}`)
+        }, fail)
+    } else if (url.pathname === '/2/tweets/search/all') {
+      const conv = url.searchParams.get('query')!.split(':')[1]!
+      pool
+        .query<Row>(
+          `SELECT ${cols} FROM posts WHERE conversation_id = $1 ORDER BY id DESC LIMIT 101`,
+          [conv],
+        )
+        .then(({ rows }) => {
+          const page = rows.slice(0, 100)
+          const meta = `{"newest_id":"${page[0]!.id}","oldest_id":"${page.at(-1)!.id}","result_count":${page.length}}`
+          send(`{"data":[${page.map(postJson).join(',')}],"meta":${meta}}`)
+        }, fail)
+    } else if (url.pathname === '/2/tweets/counts/all') {
+      const conv = url.searchParams.get('query')!.split(':')[1]!
+      const start = url.searchParams.get('start_time')!
+      const end = url.searchParams.get('end_time')!
+      pool
+        .query<{ start: Date; end: Date; n: string }>(
+          `WITH c AS (
+             SELECT date_trunc('hour', created_at, 'UTC') AS b, count(*) AS n FROM posts
+             WHERE conversation_id = $1 AND created_at >= $2 AND created_at < $3 GROUP BY 1)
+           SELECT greatest(g, $2::timestamptz) AS start, least(g + interval '1 hour', $3::timestamptz) AS end,
+             coalesce(c.n, 0) AS n
+           FROM generate_series(date_trunc('hour', $2::timestamptz, 'UTC'),
+             $3::timestamptz - interval '1 microsecond', interval '1 hour') g
+           LEFT JOIN c ON c.b = g ORDER BY g`,
+          [conv, start, end],
+        )
+        .then(({ rows }) => {
+          let total = 0
+          const data = rows.map((r) => {
+            total += Number(r.n)
+            return `{"end":"${r.end.toISOString()}","start":"${r.start.toISOString()}","tweet_count":${Number(r.n)}}`
+          })
+          send(`{"data":[${data.join(',')}],"meta":{"total_tweet_count":${total}}}`)
+        }, fail)
+    } else {
+      res.writeHead(404)
+      res.end('{}')
+    }
+  })
+  server.listen(0, '127.0.0.1', () => {
+    const { port } = server.address() as { port: number }
+    process.stdout.write(`listening http://127.0.0.1:${port}\n`)
+  })
+  process.once('SIGTERM', () => {
+    server.close()
+    void pool.end()
+  })
+}
+
+// ---------------------------------------------------------------- parent: data, load, figures
+
+async function ensureData(): Promise<{ posts: number; start: Date }> {
+  await ensureDatabase(benchUrl)
+  const db = createDb({ url: benchUrl, poolMax: 2, applicationName: 'bench-setup' })
+  try {
+    await migrateToLatest(db)
+    const count = async () =>
+      Number((await sql<{ n: string }>`SELECT count(*) AS n FROM posts`.execute(db)).rows[0]!.n)
+    let posts = await count()
+    if (posts < TARGET_POSTS) {
+      console.log(`generating ${TARGET_POSTS} Posts in ${CONVERSATIONS} conversations…`)
+      const t0 = performance.now()
+      await sql`TRUNCATE posts`.execute(db)
+      // Posts every 400 ms ending now; post g belongs to conversation (g-1) % CONVERSATIONS,
+      // whose root is the conversation's first Post. Ids are snowflakes of created_at.
+      await sql`
+        INSERT INTO posts (id, conversation_id, author_id, in_reply_to_user_id, in_reply_to_post_id,
+          text, created_at, lang, retweet_count, reply_count, like_count, quote_count, raw, observed_at)
+        SELECT s.id, s.conv, s.author, s.reply_user, s.reply_post, s.text, t.created_at, 'en',
+          g % 5, g % 7, g % 13, 0,
+          jsonb_build_object(
+            'id', s.id::text, 'text', s.text, 'author_id', s.author::text,
+            'conversation_id', s.conv::text, 'created_at', to_char(t.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+            'lang', 'en', 'edit_history_tweet_ids', jsonb_build_array(s.id::text),
+            'public_metrics', jsonb_build_object('retweet_count', g % 5, 'reply_count', g % 7,
+              'like_count', g % 13, 'quote_count', 0, 'bookmark_count', 0, 'impression_count', g % 1000),
+            'entities', jsonb_build_object('hashtags', jsonb_build_array(
+              jsonb_build_object('start', 0, 'end', 6, 'tag', 'topic' || (g % 50)))),
+            'reply_settings', 'everyone', 'possibly_sensitive', false)
+            || CASE WHEN s.reply_post IS NULL THEN '{}'::jsonb ELSE jsonb_build_object(
+              'in_reply_to_user_id', s.reply_user::text,
+              'referenced_tweets', jsonb_build_array(jsonb_build_object('type', 'replied_to', 'id', s.reply_post::text))) END,
+          now()
+        FROM generate_series(1, ${TARGET_POSTS}::int) AS g
+        CROSS JOIN LATERAL (
+          SELECT now() - (${TARGET_POSTS}::int - g) * interval '400 ms' AS created_at,
+                 now() - (${TARGET_POSTS}::int - ((g - 1) % ${CONVERSATIONS}::int + 1)) * interval '400 ms' AS root_at
+        ) t
+        CROSS JOIN LATERAL (
+          SELECT
+            ((((extract(epoch FROM t.created_at) * 1000)::bigint - ${TWEPOCH.toString()}::bigint) << 22) | (g % 4096)) AS id,
+            ((((extract(epoch FROM t.root_at) * 1000)::bigint - ${TWEPOCH.toString()}::bigint) << 22) | (((g - 1) % ${CONVERSATIONS}::int + 1) % 4096)) AS conv,
+            1000 + g % 1000 AS author,
+            CASE WHEN g > ${CONVERSATIONS}::int THEN 1000 + (g - 1) % 1000 END AS reply_user,
+            CASE WHEN g > ${CONVERSATIONS}::int THEN
+              ((((extract(epoch FROM t.root_at) * 1000)::bigint - ${TWEPOCH.toString()}::bigint) << 22) | (((g - 1) % ${CONVERSATIONS}::int + 1) % 4096))
+            END AS reply_post,
+            'post ' || g || ' #topic' || (g % 50) || ' in a benchmark conversation' AS text
+        ) s
+      `.execute(db)
+      await sql`ANALYZE posts`.execute(db)
+      posts = await count()
+      console.log(`generated ${posts} Posts in ${Math.round((performance.now() - t0) / 1000)} s`)
+    } else {
+      console.log(`reusing ${posts} stored Posts in threadline_bench`)
+    }
+    const first = await sql<{ t: Date }>`SELECT min(created_at) AS t FROM posts`.execute(db)
+    return { posts, start: first.rows[0]!.t }
+  } finally {
+    await db.destroy()
+  }
+}
+
+async function sampleIds(): Promise<{ ids: string[]; conversations: string[] }> {
+  const pool = new pg.Pool({ connectionString: benchUrl, max: 1 })
+  try {
+    const ids = await pool.query<{ id: string }>(
+      'SELECT id FROM posts TABLESAMPLE SYSTEM (1) LIMIT 5000',
+    )
+    const convs = await pool.query<{ c: string }>(
+      'SELECT DISTINCT conversation_id AS c FROM posts TABLESAMPLE SYSTEM (1) LIMIT 200',
+    )
+    return { ids: ids.rows.map((r) => r.id), conversations: convs.rows.map((r) => r.c) }
+  } finally {
+    await pool.end()
+  }
+}
+
+function startChild(mode: string): Promise<{ child: ChildProcess; url: string }> {
+  const child = spawn(
+    process.execPath,
+    [
+      ...(args.includes('--profile') ? ['--cpu-prof', '--cpu-prof-dir=/tmp/bench-api-prof'] : []),
+      '--import',
+      'tsx',
+      fileURLToPath(import.meta.url),
+      mode,
+    ],
+    { stdio: ['ignore', 'pipe', 'inherit'] },
+  )
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`${mode} did not start`)), 30_000)
+    child.once('exit', (code) => reject(new Error(`${mode} exited with ${code}`)))
+    createInterface({ input: child.stdout! }).on('line', (line) => {
+      const m = /^listening (\S+)/.exec(line)
+      if (m) {
+        clearTimeout(timer)
+        resolve({ child, url: m[1]! })
+      }
+    })
+  })
+}
+
+async function stopChild(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null) return
+  const exited = new Promise((resolve) => child.once('exit', resolve))
+  child.kill('SIGTERM')
+  const timer = setTimeout(() => child.kill('SIGKILL'), 10_000)
+  await exited
+  clearTimeout(timer)
+}
+
+interface Figures {
+  rps: number
+  p50: number
+  p99: number
+  errors: number
+  non2xx: number
+}
+
+async function load(
+  base: string,
+  paths: () => string,
+  headers: Record<string, string>,
+  duration: number,
+): Promise<Figures> {
+  const result = await autocannon({
+    url: base,
+    connections: CONNECTIONS,
+    duration,
+    headers,
+    requests: [{ setupRequest: (req) => ({ ...req, path: paths() }) }],
+  })
+  return {
+    rps: Math.round(result.requests.average),
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    errors: result.errors,
+    non2xx: result.non2xx,
+  }
+}
+
+function merge(x: Figures, y: Figures): Figures {
+  return {
+    rps: Math.round((x.rps + y.rps) / 2),
+    p50: Math.max(x.p50, y.p50),
+    p99: Math.max(x.p99, y.p99),
+    errors: x.errors + y.errors,
+    non2xx: x.non2xx + y.non2xx,
+  }
+}
+
+async function main(): Promise<void> {
+  const { posts, start } = await ensureData()
+  const { ids, conversations } = await sampleIds()
+  let i = 0
+  const pick = <T>(list: T[]) => list[i++ % list.length]!
+  const windowStart = new Date(start.getTime() - (start.getTime() % 3_600_000)).toISOString()
+  const windowEnd = new Date(
+    Math.min(Date.now() - 60_000, start.getTime() + 6 * 86_400_000),
+  ).toISOString()
+  const scenarios: Record<string, () => string> = {
+    lookup_1: () => `/2/tweets?ids=${pick(ids)}&tweet.fields=${FIELDS}`,
+    lookup_100: () => {
+      const from = (i++ * 100) % (ids.length - 100)
+      return `/2/tweets?ids=${ids.slice(from, from + 100).join(',')}&tweet.fields=${FIELDS}`
+    },
+    search_page: () =>
+      `/2/tweets/search/all?query=conversation_id:${pick(conversations)}&max_results=100&tweet.fields=${FIELDS}`,
+    counts: () =>
+      `/2/tweets/counts/all?query=conversation_id:${pick(conversations)}&granularity=hour&start_time=${windowStart}&end_time=${windowEnd}`,
+  }
+
+  // The API needs a token; create one app in the bench database per run.
+  const setup = createDb({ url: benchUrl, poolMax: 1 })
+  const app = await createApp(setup, 'bench')
+  await setup.destroy()
+  const auth = { authorization: `Bearer ${app.bearer_token}` }
+
+  const api = await startChild('serve-api')
+  const baseline = await startChild('serve-baseline')
+  const figures: Record<string, { api: Figures; baseline: Figures; ratio: number }> = {}
+  try {
+    // Check both answer each scenario the same way before timing anything.
+    for (const [name, path] of Object.entries(scenarios)) {
+      const p = path()
+      const [a, b] = await Promise.all([
+        fetch(api.url + p, { headers: auth }).then((r) => r.json()),
+        fetch(baseline.url + p).then((r) => r.json()),
+      ])
+      if (JSON.stringify(a) !== JSON.stringify(b)) {
+        throw new Error(
+          `${name}: the servers disagree\napi: ${JSON.stringify(a).slice(0, 400)}\nbaseline: ${JSON.stringify(b).slice(0, 400)}`,
+        )
+      }
+    }
+    for (const [name, path] of Object.entries(scenarios)) {
+      if (ONLY && !ONLY.includes(name)) continue
+      await load(api.url, path, auth, 2) // warm-up
+      await load(baseline.url, path, {}, 2)
+      // A-B-B-A halves, so drift in a shared machine's load falls on both servers alike.
+      const half = Math.max(1, Math.round(DURATION / 2))
+      const a1 = await load(api.url, path, auth, half)
+      const b1 = await load(baseline.url, path, {}, half)
+      const b2 = await load(baseline.url, path, {}, half)
+      const a2 = await load(api.url, path, auth, half)
+      const a = merge(a1, a2)
+      const b = merge(b1, b2)
+      const ratio = Math.round((a.rps / b.rps) * 100) / 100
+      figures[name] = { api: a, baseline: b, ratio }
+      console.log(
+        `${name.padEnd(12)} api ${a.rps} req/s p50 ${a.p50} ms p99 ${a.p99} ms | baseline ${b.rps} req/s p50 ${b.p50} ms p99 ${b.p99} ms | ratio ${ratio}` +
+          (a.errors + a.non2xx + b.errors + b.non2xx > 0
+            ? ` (errors ${a.errors}/${b.errors}, non-2xx ${a.non2xx}/${b.non2xx})`
+            : ''),
+      )
+    }
+  } finally {
+    await stopChild(api.child)
+    await stopChild(baseline.child)
+  }
+  const ratio = Math.min(...Object.values(figures).map((f) => f.ratio))
+  console.log(
+    JSON.stringify({
+      bench: 'api',
+      posts,
+      connections: CONNECTIONS,
+      duration_s: DURATION,
+      ...Object.fromEntries(
+        Object.entries(figures).map(([k, f]) => [
+          k,
+          {
+            rps: f.api.rps,
+            p50_ms: f.api.p50,
+            p99_ms: f.api.p99,
+            baseline_rps: f.baseline.rps,
+            baseline_p99_ms: f.baseline.p99,
+            ratio: f.ratio,
+          },
+        ]),
+      ),
+      ratio,
+    }),
+  )
+}
+
+const mode = args[0]
+if (mode === 'serve-api') await serveApi()
+else if (mode === 'serve-baseline') await serveBaseline()
+else await main()
