@@ -169,7 +169,10 @@ export function createIngest(deps: IngestDeps): Ingest {
       streamReader.start()
       await stopped
     } finally {
-      await streamReader.close()
+      // A reader held by the batcher (queue unreachable) is released by the batcher's deadline.
+      const readerClosed = streamReader.close()
+      await batcher.close(options.shutdownTimeoutMs)
+      await readerClosed
       await batcher.close(options.shutdownTimeoutMs)
       await sync.close()
       lastReaderStats = { ...streamReader.stats }
