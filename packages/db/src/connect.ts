@@ -29,6 +29,12 @@ export function createDb(options: DbOptions): Db {
   // @NOTE an idle client's error (server restart, terminated backend) must not crash the process;
   // the pool drops that client and the next query gets a fresh one.
   pool.on('error', (err) => log?.warn({ err }, 'idle Postgres connection failed'))
+  // A client that is checked out when its connection dies emits 'error' with no pool listener
+  // attached: unhandled, that would crash the process. The query in flight still rejects (and is
+  // retried by its caller), and the pool discards the dead client on release.
+  pool.on('connect', (client) => {
+    client.on('error', (err) => log?.warn({ err }, 'Postgres connection lost'))
+  })
   return new Kysely<Database>({
     dialect: new PostgresDialect({ pool }),
     log: log

@@ -1,10 +1,17 @@
-import { Migrator, type Kysely, type MigrationResultSet } from 'kysely'
+import { Migrator, sql, type Kysely, type MigrationResultSet } from 'kysely'
 import { migrations } from './migrations/index.js'
 
-function migrator(db: Kysely<any>): Migrator {
+/**
+ * @NOTE Kysely looks for its bookkeeping tables in every schema unless told which one, so a
+ * database holding several schemas (one per test file, or per tenant) would confuse it: pin them to
+ * the connection's current schema (the first of its search_path).
+ */
+async function migrator(db: Kysely<any>): Promise<Migrator> {
+  const { rows } = await sql<{ schema: string }>`SELECT current_schema() AS schema`.execute(db)
   return new Migrator({
     db,
     provider: { getMigrations: async () => migrations },
+    migrationTableSchema: rows[0]!.schema,
   })
 }
 
@@ -24,7 +31,7 @@ export class SchemaBehindError extends Error {
 
 /** Brings the schema to the latest version; returns the names applied. */
 export async function migrateToLatest(db: Kysely<any>): Promise<string[]> {
-  const { error, results }: MigrationResultSet = await migrator(db).migrateToLatest()
+  const { error, results }: MigrationResultSet = await (await migrator(db)).migrateToLatest()
   if (error) {
     const failed = results?.find((r) => r.status === 'Error')?.migrationName
     throw new MigrationError(`migration ${failed ?? '?'} failed: ${(error as Error).message}`, {
@@ -36,7 +43,7 @@ export async function migrateToLatest(db: Kysely<any>): Promise<string[]> {
 
 /** Services refuse to start on a schema that is behind the code. */
 export async function assertSchemaCurrent(db: Kysely<any>): Promise<void> {
-  const pending = (await migrator(db).getMigrations())
+  const pending = (await (await migrator(db)).getMigrations())
     .filter((m) => m.executedAt === undefined)
     .map((m) => m.name)
   if (pending.length > 0) throw new SchemaBehindError(pending)

@@ -1,0 +1,179 @@
+import { spawn, type ChildProcess } from 'node:child_process'
+import { once } from 'node:events'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { createDb, sql, terminateConnections } from '@threadline/db'
+import { createQueue, createRedis, storedStreamKey, type PostsJob } from '@threadline/queue'
+import { createTestEnv, generateConversation, waitFor, type TestEnv } from '@threadline/testing'
+import { createWriter } from '@threadline/writer'
+
+let env: TestEnv
+beforeAll(async () => {
+  env = await createTestEnv()
+})
+afterAll(() => env?.close())
+
+async function queueConversations(
+  prefix: string,
+  conversations: number,
+  size: number,
+  batch: number,
+) {
+  const queue = createQueue<PostsJob>('posts', {
+    connection: env.redis,
+    prefix,
+    logger: env.logger,
+  })
+  const all: string[] = []
+  for (let c = 0; c < conversations; c++) {
+    all.push(
+      ...generateConversation({ size, seed: 100 + c, startMs: Date.UTC(2026, 9, 1 + c) }).lines,
+    )
+  }
+  const jobs = []
+  for (let i = 0; i < all.length; i += batch) {
+    jobs.push({
+      name: 'batch',
+      data: {
+        source: 'test',
+        observed_at: new Date().toISOString(),
+        lines: all.slice(i, i + batch),
+      },
+    })
+  }
+  await queue.addBulk(jobs)
+  await queue.close()
+  return { lines: all.length, jobs: jobs.length }
+}
+
+async function verifyExactlyOnce(db: TestEnv['db'], expectedPosts: number, prefix: string) {
+  const { rows } = await sql<{
+    posts: string
+    convs: string
+    sum_counts: string
+    mismatched: string
+  }>`
+    SELECT (SELECT count(*) FROM posts) AS posts,
+           (SELECT count(*) FROM conversations) AS convs,
+           (SELECT sum(post_count) FROM conversations) AS sum_counts,
+           (SELECT count(*) FROM conversations c
+              WHERE c.post_count <> (SELECT count(*) FROM posts p WHERE p.conversation_id = c.id)
+                 OR c.reply_count <> (SELECT count(*) FROM posts p WHERE p.conversation_id = c.id AND p.in_reply_to_post_id IS NOT NULL)
+           ) AS mismatched`.execute(db)
+  expect(rows[0]).toEqual({
+    posts: String(expectedPosts),
+    convs: expect.any(String),
+    sum_counts: String(expectedPosts),
+    mismatched: '0',
+  })
+  // Every stored Post reached the `stored` stream (at least once) once the outbox drained.
+  await waitFor(
+    'outbox drained',
+    async () =>
+      Number(
+        (await sql<{ n: string }>`SELECT count(*) AS n FROM outbox`.execute(db)).rows[0]!.n,
+      ) === 0,
+  )
+  const entries = await env.redis.xrange(storedStreamKey(prefix), '-', '+')
+  const ids = new Set(entries.map(([, fields]) => fields[fields.indexOf('id') + 1]))
+  expect(ids.size).toBe(expectedPosts)
+}
+
+function startWriterProcess(prefix: string): ChildProcess {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'services/writer/src/main.ts'], {
+    env: {
+      ...process.env,
+      ...env.env,
+      QUEUE_PREFIX: prefix,
+      WRITER_LOCK_MS: '2000',
+      WRITER_STALLED_INTERVAL_MS: '1000',
+      WRITER_CONCURRENCY: '2',
+    },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  })
+  env.defer(() => {
+    if (child.exitCode === null) child.kill('SIGKILL')
+  })
+  return child
+}
+
+describe('writer under faults', () => {
+  it('loses and doubles nothing when killed with SIGKILL mid-batch and restarted', async () => {
+    const prefix = `${env.prefix}-kill`
+    const { lines, jobs } = await queueConversations(prefix, 6, 2000, 300)
+    const counts = createQueue('posts', { connection: env.redis, prefix, logger: env.logger })
+    env.defer(() => counts.close())
+
+    const first = startWriterProcess(prefix)
+    // Kill while a batch is in hand and only part of the import is stored.
+    await waitFor(
+      'a batch in progress after some were stored',
+      async () => {
+        const { n } = (await sql<{ n: string }>`SELECT count(*) AS n FROM posts`.execute(env.db))
+          .rows[0]!
+        return Number(n) > 0 && Number(n) < lines && (await counts.getActiveCount()) > 0
+      },
+      { intervalMs: 10, timeoutMs: 60_000 },
+    )
+    first.kill('SIGKILL')
+    await once(first, 'exit')
+    const storedAtKill = Number(
+      (await sql<{ n: string }>`SELECT count(*) AS n FROM posts`.execute(env.db)).rows[0]!.n,
+    )
+    expect(storedAtKill).toBeLessThan(lines)
+
+    const second = startWriterProcess(prefix)
+    await waitFor(
+      'every batch completed',
+      async () => (await counts.getCompletedCount()) === jobs,
+      { timeoutMs: 90_000 },
+    )
+    await verifyExactlyOnce(env.db, lines, prefix)
+    second.kill('SIGTERM')
+    const [code] = await once(second, 'exit')
+    expect(code).toBe(0)
+  })
+
+  it('completes an import with nothing lost while its Postgres connections are killed', async () => {
+    await sql`TRUNCATE posts, post_references, users, conversations, outbox, ingest_rejects`.execute(
+      env.db,
+    )
+    const prefix = `${env.prefix}-pgkill`
+    const appName = `writer-${env.schema}`
+    const db = createDb({ url: env.databaseUrl, poolMax: 4, applicationName: appName })
+    const writer = createWriter({
+      db,
+      redis: createRedis(env.redisUrl, 'worker'),
+      prefix,
+      logger: env.logger,
+      options: {
+        concurrency: 2,
+        lockDuration: 5_000,
+        stalledInterval: 1_000,
+        maxStalledCount: 20,
+        streamRetentionMs: 600_000,
+        shutdownTimeoutMs: 5_000,
+      },
+    })
+    env.defer(() => writer.close())
+    const { lines, jobs } = await queueConversations(prefix, 4, 1500, 200)
+    const counts = createQueue('posts', { connection: env.redis, prefix, logger: env.logger })
+    env.defer(() => counts.close())
+    await writer.start()
+
+    // Cut the writer off from Postgres again and again for a few seconds while it works.
+    let kills = 0
+    const deadline = Date.now() + 3_000
+    while (Date.now() < deadline && (await counts.getCompletedCount()) < jobs) {
+      kills += await terminateConnections(env.databaseUrl, appName)
+      await new Promise((r) => setImmediate(r))
+    }
+    expect(kills).toBeGreaterThan(0)
+    await waitFor(
+      'every batch completed',
+      async () => (await counts.getCompletedCount()) === jobs,
+      { timeoutMs: 120_000 },
+    )
+    expect(await counts.getFailedCount()).toBe(0)
+    await verifyExactlyOnce(env.db, lines, prefix)
+  })
+})
