@@ -110,6 +110,7 @@ export const envSchema = z.object({
   WRITER_MAX_STALLED: int(20, 1, 1_000),
   BATCH_MAX_ITEMS: int(500, 1, 10_000),
   BATCH_MAX_MS: int(100, 1, 60_000),
+  BATCH_MAX_BYTES: int(4 * 1024 * 1024, 1024, 256 * 1024 * 1024),
   STORED_STREAM_RETENTION_MS: int(600_000, 300_000, 86_400_000),
   SHUTDOWN_TIMEOUT_MS: int(15_000, 100, 600_000),
   // --- ingest (services/ingest): rule sync, stream reader, backfill, leader lease ---

@@ -1,6 +1,6 @@
 export * from './connection.js'
 export * from './lease.js'
-export * from './lease.js'
 export * from './queues.js'
 export * from './stored-stream.js'
 export * from './rate-limit.js'
+export * from './track.js'
