@@ -62,8 +62,11 @@ function metric(metrics: Obj, name: string): number | null {
   return value
 }
 
-/** Validates one Post object of X's shape and turns it into a row. Throws InvalidItemError. */
-export function toPostRow(input: unknown, observedAt: string): PostRow {
+/**
+ * Validates one Post object of X's shape and turns it into a row. Throws InvalidItemError.
+ * `mayHoldNul: false` skips the deep NUL scan when the caller already knows the source text has none.
+ */
+export function toPostRow(input: unknown, observedAt: string, mayHoldNul = true): PostRow {
   if (!isObj(input)) throw new InvalidItemError('Post is not an object')
   if (!isId(input.id)) {
     throw new InvalidItemError(
@@ -74,7 +77,8 @@ export function toPostRow(input: unknown, observedAt: string): PostRow {
   }
   const id = input.id
   if (typeof input.text !== 'string') throw new InvalidItemError(`Post ${id} has no text`)
-  if (hasNul(input)) throw new InvalidItemError(`Post ${id} contains a \\u0000 character`)
+  if (mayHoldNul && hasNul(input))
+    throw new InvalidItemError(`Post ${id} contains a \\u0000 character`)
 
   let created: Date | undefined
   if (input.created_at !== undefined) {
@@ -149,14 +153,16 @@ export function toPostRow(input: unknown, observedAt: string): PostRow {
 }
 
 /** Validates one user object. Throws InvalidItemError. */
-export function toUserRow(input: unknown, observedAt: string): UserRow {
+export function toUserRow(input: unknown, observedAt: string, mayHoldNul = true): UserRow {
   if (!isObj(input)) throw new InvalidItemError('user is not an object')
   if (!isId(input.id))
     throw new InvalidItemError(`user id ${JSON.stringify(input.id)} is not 1-19 digits`)
   if (typeof input.username !== 'string' || typeof input.name !== 'string') {
     throw new InvalidItemError(`user ${input.id} has no name or username`)
   }
-  if (hasNul(input)) throw new InvalidItemError(`user ${input.id} contains a \\u0000 character`)
+  if (mayHoldNul && hasNul(input)) {
+    throw new InvalidItemError(`user ${input.id} contains a \\u0000 character`)
+  }
   return {
     id: input.id,
     name: input.name,
@@ -184,6 +190,7 @@ export class BatchNormalizer {
   private readonly users = new Map<string, UserRow>()
   private readonly rejects: Reject[] = []
   private empty = 0
+  private mayHoldNul = true
 
   constructor(private readonly observedAt: string) {}
 
@@ -195,7 +202,14 @@ export class BatchNormalizer {
       this.reject(`not JSON: ${(err as Error).message}`, line)
       return
     }
-    this.addObject(parsed, line)
+    // A NUL can only come from a \u0000 escape (JSON forbids raw control characters), so lines
+    // without one need no deep scan of their objects.
+    this.mayHoldNul = line.includes('\\u0000')
+    try {
+      this.addObject(parsed, line)
+    } finally {
+      this.mayHoldNul = true
+    }
   }
 
   addObject(value: unknown, line: string = JSON.stringify(value)): void {
@@ -250,7 +264,7 @@ export class BatchNormalizer {
 
   private addPost(post: unknown, primary: boolean, line: string): void {
     try {
-      const row = toPostRow(post, this.observedAt)
+      const row = toPostRow(post, this.observedAt, this.mayHoldNul)
       const seen = this.posts.get(row.id)
       if (seen && seen.primary && !primary) return
       this.posts.set(row.id, { row, primary })
@@ -262,7 +276,7 @@ export class BatchNormalizer {
 
   private addUser(user: unknown, line: string): void {
     try {
-      const row = toUserRow(user, this.observedAt)
+      const row = toUserRow(user, this.observedAt, this.mayHoldNul)
       this.users.set(row.id, row)
     } catch (err) {
       if (!(err instanceof InvalidItemError)) throw err
