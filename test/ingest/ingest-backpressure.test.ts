@@ -1,0 +1,134 @@
+import { spawn, type ChildProcess } from 'node:child_process'
+import { createServer } from 'node:net'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { addRules, createApp, createDb } from '@threadline/db'
+import { createIngest } from '@threadline/ingest'
+import { createRedis } from '@threadline/queue'
+import { createTestEnv, generateConversation, waitFor, type TestEnv } from '@threadline/testing'
+import { createWriter } from '@threadline/writer'
+import { FakeUpstream } from './fake-upstream.js'
+import { fastOptions, storedIds } from './harness.js'
+
+/**
+ * Redis unreachable: the ingest stops reading the stream (it holds at most two batches) instead of
+ * buffering without bound, and hands everything on once Redis is back. A private redis-server is
+ * stopped and restarted; the shared one is never touched.
+ */
+let env: TestEnv
+let port = 0
+let redisProcess: ChildProcess | undefined
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer()
+    srv.once('error', reject)
+    srv.listen(0, '127.0.0.1', () => {
+      const p = (srv.address() as { port: number }).port
+      srv.close(() => resolve(p))
+    })
+  })
+}
+
+async function startRedis(): Promise<void> {
+  const child = spawn(
+    'redis-server',
+    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
+    { stdio: ['ignore', 'pipe', 'inherit'] },
+  )
+  redisProcess = child
+  await new Promise<void>((resolve, reject) => {
+    let out = ''
+    child.stdout!.on('data', (chunk: Buffer) => {
+      out += chunk.toString('utf8')
+      if (out.includes('Ready to accept connections')) resolve()
+    })
+    child.once('exit', (code) => reject(new Error(`redis-server exited with ${code}`)))
+  })
+}
+
+async function stopRedis(): Promise<void> {
+  const child = redisProcess
+  redisProcess = undefined
+  if (!child || child.exitCode !== null) return
+  await new Promise<void>((resolve) => {
+    child.once('exit', () => resolve())
+    child.kill('SIGKILL')
+  })
+}
+
+beforeAll(async () => {
+  env = await createTestEnv()
+  port = await freePort()
+  await startRedis()
+  env.defer(() => stopRedis())
+})
+afterAll(() => env?.close())
+
+describe('ingest backpressure', () => {
+  it('stops reading while Redis is unreachable and loses nothing when it returns', async () => {
+    const redisUrl = `redis://127.0.0.1:${port}`
+    const fake = new FakeUpstream()
+    fake.keepAliveMs = 100
+    await fake.start()
+    env.defer(() => fake.close())
+    const writer = createWriter({
+      db: createDb({ url: env.databaseUrl, poolMax: 4 }),
+      redis: createRedis(redisUrl, 'worker', 'bp-writer'),
+      prefix: env.prefix,
+      logger: env.logger,
+      options: {
+        concurrency: 2,
+        lockDuration: 30_000,
+        stalledInterval: 30_000,
+        maxStalledCount: 20,
+        streamRetentionMs: 600_000,
+        shutdownTimeoutMs: 3_000,
+      },
+    })
+    env.defer(() => writer.close())
+    await writer.start()
+    const batchMaxItems = 10
+    const ingest = createIngest({
+      db: createDb({ url: env.databaseUrl, poolMax: 4 }),
+      databaseUrl: env.databaseUrl,
+      redis: createRedis(redisUrl, 'producer', 'bp-ingest'),
+      workerRedis: createRedis(redisUrl, 'worker', 'bp-backfill'),
+      prefix: env.prefix,
+      logger: env.logger,
+      // A long stall bound: the ingest must hold the connection while it waits on Redis.
+      options: fastOptions(fake.url, { batchMaxItems, stallMs: 60_000, leaseMs: 60_000 }),
+    })
+    env.defer(() => ingest.close())
+    await ingest.start()
+
+    const conv = generateConversation({ size: 200, seed: 31, startMs: Date.UTC(2026, 9, 5) })
+    const app = (await createApp(env.db, 'bp')).app_id
+    await addRules(env.db, app, [{ value: `conversation_id:${conv.rootId}` }], { cap: 1000 })
+    await waitFor('a stream open', () => fake.openStreams === 1)
+    for (const line of conv.lines.slice(0, 20)) fake.publish(line)
+    await waitFor(
+      'the first Posts stored',
+      async () => (await storedIds(env, conv.rootId)).length === 20,
+    )
+
+    await stopRedis()
+    const readBefore = ingest.stats().lines
+    for (const line of conv.lines.slice(20)) fake.publish(line)
+    // The reader takes at most a batch being retried, a full buffer and the line that filled it.
+    await waitFor('the reader held', () => ingest.stats().lines >= readBefore + batchMaxItems)
+    const held = ingest.stats().lines - readBefore
+    expect(held).toBeLessThanOrEqual(2 * batchMaxItems + 1)
+    expect(held).toBeLessThan(180)
+
+    await startRedis()
+    await waitFor(
+      'every Post stored after Redis returned',
+      async () => (await storedIds(env, conv.rootId)).length === 200,
+      { timeoutMs: 30_000 },
+    )
+    expect(await storedIds(env, conv.rootId)).toEqual([...conv.ids].sort())
+    expect(ingest.stats().connects).toBe(1)
+    await ingest.close()
+    await writer.close()
+  })
+})
