@@ -5,6 +5,7 @@ import { appsCommand } from './commands/apps.js'
 import { importFiles, printSummary } from './commands/import.js'
 import { migrate } from './commands/migrate.js'
 import { rulesCommand } from './commands/rules.js'
+import { simulate } from './commands/simulate.js'
 import { parseRoles, start } from './commands/start.js'
 import { err, UsageError } from './output.js'
 
@@ -16,7 +17,10 @@ usage: threadline <command> [options]
   apps create --name NAME          create a client app; prints {"app_id","bearer_token","consumer_secret"}
   rules add|list|delete --app ID   manage an app's stream rules
   import FILE… [--no-wait]         feed NDJSON files (stream lines, search/lookup pages, twarc2) through the queue
-  start [--roles a,b] [--migrate]  run roles in this process (default: all)
+  start [--roles a,b] [--migrate] [--simulate] [--demo]
+                                   run roles in this process (default: all; the simulator too when
+                                   UPSTREAM_URL is unset); --demo is what "pnpm start" runs
+  simulate                         run the synthetic X upstream alone
 
 Configuration comes from the environment (see README, "Configuration").`
 
@@ -44,7 +48,7 @@ async function main(argv: string[]): Promise<void> {
   const config = loadConfig()
   // Commands keep stdout for their results; logs go to stderr.
   const logger = createLogger({
-    level: command === 'start' ? config.LOG_LEVEL : 'warn',
+    level: command === 'start' || command === 'simulate' ? config.LOG_LEVEL : 'warn',
     name: command,
   })
   switch (command) {
@@ -60,8 +64,12 @@ async function main(argv: string[]): Promise<void> {
     case 'start':
       return start(config, logger, {
         roles: parseRoles(values.roles),
-        migrate: values.migrate || values.demo,
+        migrate: values.migrate,
+        simulate: values.simulate,
+        demo: values.demo,
       })
+    case 'simulate':
+      return simulate(config, logger)
     default:
       throw new UsageError(`unknown command "${command}"\n\n${HELP}`)
   }

@@ -1,14 +1,35 @@
 import type { Config } from '@threadline/config'
-import { createDb, ensureDatabase, migrateToLatest } from '@threadline/db'
+import { addRules, createDb, demoApp, ensureDatabase, migrateToLatest, sql } from '@threadline/db'
+import { apiFromConfig } from '@threadline/api'
+import { ingestFromConfig } from '@threadline/ingest'
 import type { Logger } from '@threadline/logger'
+import { closeRedis, createQueue, createRedis } from '@threadline/queue'
 import { runUntilSignal, type Service } from '@threadline/runtime'
+import { simulatorFromConfig, type Simulator } from '@threadline/simulator'
 import { writerFromConfig } from '@threadline/writer'
-import { UsageError } from '../output.js'
+import { err, UsageError } from '../output.js'
 
-type RoleFactory = (config: Config, logger: Logger) => Promise<Service>
+/** What a role needs besides configuration: the built-in simulator's URL, when one runs. */
+interface RoleContext {
+  simulator?: Simulator
+}
+
+type RoleFactory = (config: Config, logger: Logger, ctx: RoleContext) => Promise<Service>
 
 /** Every role `threadline start` can run; one codebase, several deployables. */
 export const ROLES: Record<string, RoleFactory> = {
+  api: (config, logger) => apiFromConfig(config, logger.child({ role: 'api' })),
+  ingest: (config, logger, ctx) =>
+    ingestFromConfig(
+      config,
+      logger.child({ role: 'ingest' }),
+      ctx.simulator
+        ? {
+            upstreamUrl: ctx.simulator.url,
+            options: { upstreamBearerToken: config.SIMULATOR_BEARER_TOKEN },
+          }
+        : {},
+    ),
   writer: (config, logger) => writerFromConfig(config, logger.child({ role: 'writer' })),
 }
 
@@ -28,28 +49,117 @@ export function parseRoles(value: string | undefined): string[] {
   return roles
 }
 
-/** `threadline start [--roles …] [--migrate]`: runs the given roles in this process until a signal. */
+async function migrateNow(config: Config, logger: Logger): Promise<void> {
+  if (await ensureDatabase(config.DATABASE_URL)) logger.info('database created')
+  const db = createDb({
+    url: config.DATABASE_URL,
+    poolMax: 1,
+    applicationName: 'threadline-migrate',
+  })
+  try {
+    const applied = await migrateToLatest(db)
+    if (applied.length) logger.info({ applied }, 'migrations applied')
+  } finally {
+    await db.destroy()
+  }
+}
+
+/**
+ * The demo of `pnpm start`: a demo app with a fresh token (printed), rules for the simulator's live
+ * demo conversations, and a progress line per second.
+ */
+function demo(config: Config, logger: Logger, simulator: Simulator | undefined): Service {
+  const db = createDb({ url: config.DATABASE_URL, poolMax: 2, applicationName: 'threadline-demo' })
+  const redis = createRedis(config.REDIS_URL, 'producer', 'demo')
+  const queue = createQueue('posts', { connection: redis, prefix: config.QUEUE_PREFIX, logger })
+  let timer: NodeJS.Timeout | undefined
+  return {
+    async start() {
+      const app = await demoApp(db, 'demo')
+      const conversations = simulator?.demoConversations() ?? []
+      await addRules(
+        db,
+        app.app_id,
+        conversations.map((id) => ({ value: `conversation_id:${id}`, tag: 'demo' })),
+        { cap: 1000 },
+      )
+      const base = `http://${config.HOST}:${config.PORT}`
+      err(
+        [
+          '',
+          `Threadline is running. Demo app ${app.app_id}; its bearer token (new each start):`,
+          `  export TOKEN=${app.bearer_token}`,
+          `Following ${conversations.length} live conversation(s) of the simulator. Try:`,
+          ...conversations
+            .slice(0, 1)
+            .map(
+              (id) =>
+                `  curl -H "Authorization: Bearer $TOKEN" '${base}/2/tweets/search/recent?query=conversation_id:${id}&tweet.fields=created_at,conversation_id'`,
+            ),
+          `  curl -N -H "Authorization: Bearer $TOKEN" '${base}/2/tweets/search/stream'`,
+          '',
+        ].join('\n'),
+      )
+      const tick = async () => {
+        const { rows } = await sql<{ posts: string; conversations: string }>`
+          SELECT (SELECT count(*) FROM posts) AS posts, (SELECT count(*) FROM conversations) AS conversations`.execute(
+          db,
+        )
+        const waiting = await queue.getWaitingCount()
+        logger.info(
+          {
+            posts: Number(rows[0]!.posts),
+            conversations: Number(rows[0]!.conversations),
+            queued: waiting,
+          },
+          'progress',
+        )
+      }
+      timer = setInterval(
+        () =>
+          void tick().catch((error: unknown) =>
+            logger.warn({ err: error }, 'progress query failed'),
+          ),
+        1_000,
+      )
+    },
+    async close() {
+      clearInterval(timer)
+      await queue.close()
+      await closeRedis(redis)
+      await db.destroy()
+    },
+  }
+}
+
+/**
+ * `threadline start [--roles …] [--migrate] [--simulate] [--demo]`: runs the given roles in this
+ * process until a signal. With the ingest and no UPSTREAM_URL (or with --simulate) it also runs the
+ * simulator and points the ingest at it.
+ */
 export async function start(
   config: Config,
   logger: Logger,
-  options: { roles: string[]; migrate: boolean },
+  options: { roles: string[]; migrate: boolean; simulate: boolean; demo: boolean },
 ): Promise<void> {
-  if (options.migrate) {
-    await ensureDatabase(config.DATABASE_URL)
-    const db = createDb({
-      url: config.DATABASE_URL,
-      poolMax: 1,
-      applicationName: 'threadline-migrate',
-    })
-    try {
-      const applied = await migrateToLatest(db)
-      if (applied.length) logger.info({ applied }, 'migrations applied')
-    } finally {
-      await db.destroy()
-    }
-  }
+  if (options.migrate || options.demo) await migrateNow(config, logger)
   const services: Service[] = []
-  for (const role of options.roles) services.push(await ROLES[role]!(config, logger))
-  logger.info({ roles: options.roles }, 'threadline started')
+  const ctx: RoleContext = {}
+  const needsSimulator =
+    options.simulate || (options.roles.includes('ingest') && !config.UPSTREAM_URL)
+  if (needsSimulator) {
+    ctx.simulator = simulatorFromConfig(config, logger.child({ role: 'simulator' }))
+    // The simulator must listen before the ingest connects to it.
+    await ctx.simulator.start()
+    services.push({ start: async () => {}, close: () => ctx.simulator!.close() })
+  }
+  try {
+    for (const role of options.roles) services.push(await ROLES[role]!(config, logger, ctx))
+  } catch (error) {
+    for (const s of services.reverse()) await s.close()
+    throw error
+  }
+  if (options.demo) services.push(demo(config, logger.child({ role: 'demo' }), ctx.simulator))
+  logger.info({ roles: options.roles, simulator: ctx.simulator?.url }, 'threadline starting')
   await runUntilSignal(services, logger, config.SHUTDOWN_TIMEOUT_MS)
 }

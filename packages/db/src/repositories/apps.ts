@@ -47,6 +47,34 @@ export async function findAppByToken(
   return row
 }
 
+/**
+ * The app named `name` with a fresh bearer token, creating the app the first time. Earlier tokens of
+ * the app are revoked: this is for the demo app of `pnpm start`, whose token is printed each run.
+ */
+export async function demoApp(db: Db, name: string): Promise<CreatedApp> {
+  const app = await db
+    .selectFrom('apps')
+    .selectAll()
+    .where('name', '=', name)
+    .orderBy('id')
+    .executeTakeFirst()
+  if (!app) return createApp(db, name)
+  const bearerToken = randomBytes(32).toString('base64url')
+  await db.transaction().execute(async (trx) => {
+    await trx
+      .updateTable('api_tokens')
+      .set({ revoked_at: new Date() })
+      .where('app_id', '=', app.id)
+      .where('revoked_at', 'is', null)
+      .execute()
+    await trx
+      .insertInto('api_tokens')
+      .values({ id: generateId(), app_id: app.id, token_hash: hashToken(bearerToken) })
+      .execute()
+  })
+  return { app_id: app.id, bearer_token: bearerToken, consumer_secret: app.consumer_secret }
+}
+
 export async function findApp(db: Db, appId: string) {
   return db.selectFrom('apps').selectAll().where('id', '=', appId).executeTakeFirst()
 }
