@@ -9,21 +9,35 @@ export interface RateLimitResult {
 }
 
 /**
- * One round trip: count the request in the window's key and give it an expiry the first time.
+ * One round trip: count the requests in the window's key and give it an expiry the first time.
  * The window is fixed (aligned to multiples of its length), so every replica agrees on it.
  */
 const SCRIPT = `
-local n = redis.call('INCR', KEYS[1])
-if n == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
+local n = redis.call('INCRBY', KEYS[1], ARGV[2])
+if n == tonumber(ARGV[2]) then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
 return n`
 
 type Limited = Redis & {
-  threadlineRateLimit(key: string, ttlMs: string): Promise<number>
+  threadlineRateLimit(key: string, ttlMs: string, by: string): Promise<number>
+}
+
+interface WindowState {
+  start: number
+  /** The highest count Redis has answered for this window. */
+  known: number
+  /** Requests let through whose increment Redis has not confirmed yet. */
+  pending: number
 }
 
 /**
- * Fixed-window rate limits per token and endpoint, kept in Redis so replicas share them. Keys are
- * `<prefix>:rl:<endpoint>:<token id>:<window start>` and expire with their window.
+ * Fixed-window rate limits per subject (token) and endpoint, shared by every replica through
+ * Redis: keys `<prefix>:rl:<endpoint>:<subject>:<window start>`, expiring with their window.
+ *
+ * The first request of a window in this process waits for Redis (one round trip). After that the
+ * process knows the count: a request is decided at once from the last count Redis gave plus the
+ * increments still in flight, and its own increment goes to Redis without being waited for. A
+ * single replica is therefore exact; several replicas may together let through at most their
+ * in-flight requests beyond the limit. A window known to be spent costs no Redis call at all.
  */
 export function createRateLimiter(
   redis: Redis,
@@ -33,8 +47,33 @@ export function createRateLimiter(
   if (typeof client.threadlineRateLimit !== 'function') {
     client.defineCommand('threadlineRateLimit', { numberOfKeys: 1, lua: SCRIPT })
   }
+  const states = new Map<string, WindowState>()
+  let onError: (err: unknown) => void = () => undefined
+
+  const send = (key: string, state: WindowState, end: number, now: number) =>
+    client
+      .threadlineRateLimit(`${prefix}:rl:${key}:${state.start}`, String(end - now + 1_000), '1')
+      .then((count) => {
+        state.known = Math.max(state.known, count)
+        return count
+      })
+      .finally(() => {
+        state.pending -= 1
+      })
+
+  const result = (limit: number, count: number, end: number): RateLimitResult => ({
+    limit,
+    remaining: Math.max(0, limit - count),
+    reset: Math.ceil(end / 1000),
+    allowed: count <= limit,
+  })
+
   return {
     windowMs,
+    /** Where failures of the background increments are reported (they never reject a request). */
+    onError(fn: (err: unknown) => void) {
+      onError = fn
+    },
     async hit(
       endpoint: string,
       subject: string,
@@ -43,16 +82,22 @@ export function createRateLimiter(
     ): Promise<RateLimitResult> {
       const start = now - (now % windowMs)
       const end = start + windowMs
-      const count = await client.threadlineRateLimit(
-        `${prefix}:rl:${endpoint}:${subject}:${start}`,
-        String(end - now + 1_000),
-      )
-      return {
-        limit,
-        remaining: Math.max(0, limit - count),
-        reset: Math.ceil(end / 1000),
-        allowed: count <= limit,
+      const key = `${endpoint}:${subject}`
+      let state = states.get(key)
+      if (!state || state.start !== start) {
+        if (states.size >= 50_000) {
+          for (const [k, s] of states) if (s.start !== start) states.delete(k)
+        }
+        state = { start, known: 0, pending: 0 }
+        states.set(key, state)
+        state.pending += 1
+        return result(limit, await send(key, state, end, now), end)
       }
+      const count = state.known + state.pending + 1
+      if (count > limit) return result(limit, count, end)
+      state.pending += 1
+      send(key, state, end, now).catch(onError)
+      return result(limit, count, end)
     },
   }
 }

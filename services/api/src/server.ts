@@ -171,13 +171,7 @@ export function buildServer(deps: ApiDeps): ApiServer {
     }
   }
 
-  /**
-   * Windows this process knows to be used up, by endpoint and token: further requests are refused
-   * at once, without touching Postgres or Redis. Other requests are counted in Redis while they
-   * run (the count is joined before the response is sent), so the limiter adds no latency.
-   */
-  const exhausted = new Map<string, RateLimitResult>()
-  const rateState = new WeakMap<FastifyRequest, Promise<RateLimitResult>>()
+  limiter.onError((err) => log.warn({ err }, 'rate limit count not stored in Redis'))
 
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id)
@@ -186,38 +180,15 @@ export function buildServer(deps: ApiDeps): ApiServer {
     const client = await authenticate(request.headers.authorization)
     if (!client) throw unauthorized()
     request.client = client
-    const key = `${endpoint.name}:${client.token_id}`
-    const known = exhausted.get(key)
-    if (known) {
-      if (known.reset * 1000 > Date.now()) {
-        applyRate(reply, known)
-        throw tooManyRequests()
-      }
-      exhausted.delete(key)
-    }
     const limit = options.rateLimits[endpoint.group]
-    rateState.set(request, countRequest(endpoint.name, client.token_id, limit, request.id))
+    const result = await countRequest(endpoint.name, client.token_id, limit, request.id)
+    applyRate(reply, result)
+    if (!result.allowed) throw tooManyRequests()
   })
 
   // Every response carries the rate-limit headers; those outside a counted route show a full window.
-  app.addHook('onSend', async (request, reply, payload) => {
-    const counted = rateState.get(request)
-    if (counted) {
-      rateState.delete(request)
-      const result = await counted
-      applyRate(reply, result)
-      if (!result.allowed) {
-        if (exhausted.size > 10_000) exhausted.clear()
-        exhausted.set(
-          `${request.routeOptions.config.endpoint!.name}:${request.client!.token_id}`,
-          result,
-        )
-        const e = tooManyRequests()
-        reply.code(e.status)
-        reply.header('content-type', 'application/json; charset=utf-8')
-        return JSON.stringify(e.body)
-      }
-    } else if (!reply.hasHeader(RATE_HEADERS[0])) {
+  app.addHook('onSend', async (_request, reply, payload) => {
+    if (!reply.hasHeader(RATE_HEADERS[0])) {
       const limit = options.rateLimits.lookup
       applyRate(reply, { limit, remaining: limit, reset: windowReset(Date.now()), allowed: true })
     }
