@@ -42,8 +42,15 @@ describe('ingest against a fake upstream', () => {
     await clearRules()
     const conv = generateConversation({ size: 40, seed: 11, startMs: Date.UTC(2026, 9, 1) })
     const fake = await fakeUpstream((f) => f.addHistory(conv.lines.slice(0, 25)))
-    // A long reconcile period: the rule must reach the upstream through LISTEN/NOTIFY.
-    const { ingest } = await startIngest(env, fastOptions(fake.url, { reconcileMs: 600_000 }))
+    // A long reconcile period: the rule must reach the upstream through LISTEN/NOTIFY. A long
+    // retry after a 409: the stream must connect because the rule sync woke it.
+    const { ingest, events } = await startIngest(
+      env,
+      fastOptions(fake.url, { reconcileMs: 600_000, noRulesRetryMs: 600_000 }),
+    )
+    await waitFor('a 409 while the upstream has no rule', () =>
+      events.some((e) => e.type === 'disconnected' && e.reason.startsWith('409')),
+    )
     const value = `conversation_id:${conv.rootId}`
     await addRules(env.db, appA, [{ value }], { cap: 1000 })
 
