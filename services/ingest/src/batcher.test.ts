@@ -41,4 +41,17 @@ describe('Batcher', () => {
     expect(b.pending).toBe(0)
     await b.close(100)
   })
+
+  it('closes a batch at the byte bound', async () => {
+    const batches: string[][] = []
+    const b = new Batcher(
+      async (lines) => void batches.push(lines),
+      { maxItems: 100, maxMs: 1_000, maxBytes: 10 },
+      silentLogger(),
+    )
+    for (const l of ['aaaa', 'bbbb', 'cccc', 'dd']) await b.add(l)
+    expect(batches).toEqual([['aaaa', 'bbbb', 'cccc']])
+    await b.close(100)
+    expect(batches).toEqual([['aaaa', 'bbbb', 'cccc'], ['dd']])
+  })
 })

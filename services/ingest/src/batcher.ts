@@ -3,6 +3,8 @@ import type { Logger } from '@threadline/logger'
 export interface BatcherOptions {
   maxItems: number
   maxMs: number
+  /** Also closes a batch at this many characters, so that one job's payload stays bounded. */
+  maxBytes?: number
   /** Wait between attempts to hand a batch on while the queue is unreachable. */
   retryMs?: number
   maxRetryMs?: number
@@ -18,6 +20,7 @@ export type BatchSink = (lines: string[], observedAt: string) => Promise<void>
  */
 export class Batcher {
   private buffer: string[] = []
+  private bytes = 0
   private observedAt = ''
   private timer: NodeJS.Timeout | undefined
   private inFlight: Promise<void> = Promise.resolve()
@@ -42,7 +45,13 @@ export class Batcher {
       this.timer = setTimeout(() => void this.flush(), this.options.maxMs)
     }
     this.buffer.push(line)
-    if (this.buffer.length >= this.options.maxItems) await this.flush()
+    this.bytes += line.length
+    if (
+      this.buffer.length >= this.options.maxItems ||
+      this.bytes >= (this.options.maxBytes ?? Infinity)
+    ) {
+      await this.flush()
+    }
   }
 
   /** Hands on what is buffered; resolves once it (and everything before it) is handed on. */
@@ -53,6 +62,7 @@ export class Batcher {
     const lines = this.buffer
     const observedAt = this.observedAt
     this.buffer = []
+    this.bytes = 0
     // Batches go out one at a time, in order.
     this.inFlight = this.inFlight.then(() => this.send(lines, observedAt))
     return this.inFlight

@@ -21,6 +21,7 @@ export function ingestOptionsFromConfig(config: Config, upstreamUrl: string): In
     search: config.UPSTREAM_SEARCH,
     batchMaxItems: config.BATCH_MAX_ITEMS,
     batchMaxMs: config.BATCH_MAX_MS,
+    batchMaxBytes: config.BATCH_MAX_BYTES,
     reconcileMs: config.INGEST_RECONCILE_MS,
     rulesDebounceMs: config.INGEST_RULES_DEBOUNCE_MS,
     stallMs: config.INGEST_STALL_MS,

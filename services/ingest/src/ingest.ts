@@ -22,6 +22,7 @@ export interface IngestOptions {
   search: 'recent' | 'all'
   batchMaxItems: number
   batchMaxMs: number
+  batchMaxBytes?: number
   reconcileMs: number
   rulesDebounceMs: number
   stallMs: number
@@ -138,7 +139,11 @@ export function createIngest(deps: IngestDeps): Ingest {
     })
     const batcher = new Batcher(
       (lines, observedAt) => addPosts(lines, observedAt, 'stream'),
-      { maxItems: options.batchMaxItems, maxMs: options.batchMaxMs },
+      {
+        maxItems: options.batchMaxItems,
+        maxMs: options.batchMaxMs,
+        maxBytes: options.batchMaxBytes,
+      },
       deps.logger,
     )
     const streamReader = new StreamReader({
