@@ -2,6 +2,7 @@ import type { Migration } from 'kysely'
 import * as spine from './20261121T000100-spine.js'
 import * as rules from './20261121T000150-rules.js'
 import * as searchTerms from './20261121T000200-search-terms.js'
+import * as activity from './20261121T000400-activity.js'
 
 /**
  * Every migration, in order. Names are timestamps so that they sort; add new files at the end
@@ -11,4 +12,5 @@ export const migrations: Record<string, Migration> = {
   '20261121T000100-spine': spine,
   '20261121T000150-rules': rules,
   '20261121T000200-search-terms': searchTerms,
+  '20261121T000400-activity': activity,
 }

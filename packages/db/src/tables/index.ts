@@ -1,3 +1,10 @@
+import type {
+  ActivitySourcesTable,
+  ActivitySubscriptionsTable,
+  WebhookDeliveriesTable,
+  WebhookFailuresTable,
+  WebhooksTable,
+} from './activity.js'
 import type { ApiTokensTable, AppsTable } from './apps.js'
 import type { ConversationsTable } from './conversations.js'
 import type { IngestRejectsTable, OutboxTable } from './ingest.js'
@@ -6,6 +13,7 @@ import type { PostsTable } from './posts.js'
 import type { UsersTable } from './users.js'
 import type { BackfillsTable, StreamRulesTable, UpstreamRulesTable } from './rules.js'
 
+export type * from './activity.js'
 export type * from './apps.js'
 export type * from './columns.js'
 export type * from './conversations.js'
@@ -28,4 +36,9 @@ export interface Database {
   stream_rules: StreamRulesTable
   upstream_rules: UpstreamRulesTable
   backfills: BackfillsTable
+  webhooks: WebhooksTable
+  activity_subscriptions: ActivitySubscriptionsTable
+  activity_sources: ActivitySourcesTable
+  webhook_deliveries: WebhookDeliveriesTable
+  webhook_failures: WebhookFailuresTable
 }
