@@ -3,6 +3,7 @@ import { assertSchemaCurrent, createDb } from '@threadline/db'
 import type { Logger } from '@threadline/logger'
 import { createRedis } from '@threadline/queue'
 import { buildServer, type ApiServer } from './server.js'
+import { filteredStreamOptions, registerFilteredStream } from './stream/index.js'
 
 /** Every statement of the API gives up after this long: a hostile query costs bounded time. */
 const STATEMENT_TIMEOUT_MS = 10_000
@@ -31,9 +32,10 @@ export async function apiFromConfig(config: Config, logger: Logger): Promise<Api
     await db.destroy()
     throw err
   }
-  return buildServer({
+  const redis = createRedis(config.REDIS_URL, 'producer', 'api')
+  const server = buildServer({
     db,
-    redis: createRedis(config.REDIS_URL, 'producer', 'api'),
+    redis,
     logger,
     options: {
       host: config.HOST,
@@ -52,4 +54,6 @@ export async function apiFromConfig(config: Config, logger: Logger): Promise<Api
       tokenSecret: config.API_TOKEN_SECRET,
     },
   })
+  registerFilteredStream(server.app, { db, redis, logger, options: filteredStreamOptions(config) })
+  return server
 }

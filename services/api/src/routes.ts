@@ -21,7 +21,7 @@ import { ApiError, invalidRequest, InvalidRequestError, PROBLEM_BASE } from './e
 import { parseParams, queryEntries, type ParsedParams } from './params.js'
 import { compileQuery, ruleValueErrors } from './query-language.js'
 import { renderPosts } from './render.js'
-import type { RateGroup, RouteContext, ServerContext } from './server.js'
+import type { RateGroup, RouteContext, ServerContext } from './types.js'
 import type { EndpointParams } from './params.js'
 import {
   COUNTS_PARAMS,

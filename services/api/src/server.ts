@@ -4,11 +4,9 @@ import Fastify, {
   type FastifyBaseLogger,
   type FastifyInstance,
   type FastifyReply,
-  type FastifyRequest,
 } from 'fastify'
-import { findAppByToken, hashToken, sql, type Db } from '@threadline/db'
-import type { Logger } from '@threadline/logger'
-import { closeRedis, createRateLimiter, type RateLimitResult, type Redis } from '@threadline/queue'
+import { findAppByToken, hashToken, sql } from '@threadline/db'
+import { closeRedis, createRateLimiter, type RateLimitResult } from '@threadline/queue'
 import { once, type Service } from '@threadline/runtime'
 import {
   ApiError,
@@ -22,57 +20,11 @@ import {
 } from './errors.js'
 import { createOpenApi } from './openapi.js'
 import { createPageTokens } from './page-token.js'
-import type { EndpointParams, ParsedParams } from './params.js'
 import { registerRoutes } from './routes.js'
 
-export type RateGroup = 'lookup' | 'search' | 'counts' | 'rules'
+import type { ApiDeps, AuthedApp } from './types.js'
 
-export interface ApiOptions {
-  host: string
-  port: number
-  /** Redis key prefix for rate-limit windows. */
-  prefix: string
-  rateLimits: Record<RateGroup, number>
-  ruleCap: number
-  queryMaxLength: number
-  bodyLimit: number
-  tokenCacheMs: number
-  tokenSecret: string
-  /** The clock, for tests of time windows. */
-  now?: () => Date
-}
-
-export interface ApiDeps {
-  db: Db
-  /** A producer-style connection (fails fast); the server closes it. */
-  redis: Redis
-  logger: Logger
-  options: ApiOptions
-}
-
-export interface AuthedApp {
-  app_id: string
-  token_id: string
-}
-
-declare module 'fastify' {
-  interface FastifyRequest {
-    client?: AuthedApp
-  }
-  interface FastifyContextConfig {
-    /** The rate-limit bucket and OpenAPI operation of a `/2/` route. */
-    endpoint?: { name: string; group: RateGroup; params: EndpointParams; summary: string }
-  }
-}
-
-/** What a route handler gets: validated parameters and the calling app. */
-export interface RouteContext {
-  params: ParsedParams
-  client: AuthedApp
-  request: FastifyRequest
-  reply: FastifyReply
-  now: Date
-}
+export type * from './types.js'
 
 export interface ApiServer extends Service {
   app: FastifyInstance
@@ -276,12 +228,4 @@ export function buildServer(deps: ApiDeps): ApiServer {
       log.info('api closed')
     }),
   }
-}
-
-export type ServerContext = {
-  db: Db
-  log: Logger
-  options: ApiOptions
-  now: () => Date
-  pageTokens: ReturnType<typeof createPageTokens>
 }

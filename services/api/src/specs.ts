@@ -74,3 +74,9 @@ export const RULES_POST_PARAMS = {
   dry_run: { kind: 'bool' },
   delete_all: { kind: 'bool' },
 } as const satisfies EndpointParams
+
+/** `GET /2/tweets/search/stream` (api.md §3.3). */
+export const STREAM_PARAMS = {
+  backfill_minutes: { kind: 'int', min: 0, max: 5, description: 'Replay the last N minutes first' },
+  ...FIELD_PARAMS,
+} as const satisfies EndpointParams

@@ -1,0 +1,63 @@
+import type { FastifyReply, FastifyRequest } from 'fastify'
+import type { Db } from '@threadline/db'
+import type { Logger } from '@threadline/logger'
+import type { Redis } from '@threadline/queue'
+import type { PageTokens } from './page-token.js'
+import type { EndpointParams, ParsedParams } from './params.js'
+
+export type RateGroup = 'lookup' | 'search' | 'counts' | 'rules'
+
+export interface ApiOptions {
+  host: string
+  port: number
+  /** Redis key prefix for rate-limit windows. */
+  prefix: string
+  rateLimits: Record<RateGroup, number>
+  ruleCap: number
+  queryMaxLength: number
+  bodyLimit: number
+  tokenCacheMs: number
+  tokenSecret: string
+  /** The clock, for tests of time windows. */
+  now?: () => Date
+}
+
+export interface ApiDeps {
+  db: Db
+  /** A producer-style connection (fails fast); the server closes it. */
+  redis: Redis
+  logger: Logger
+  options: ApiOptions
+}
+
+export interface AuthedApp {
+  app_id: string
+  token_id: string
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    client?: AuthedApp
+  }
+  interface FastifyContextConfig {
+    /** The rate-limit bucket and OpenAPI operation of a `/2/` route. */
+    endpoint?: { name: string; group: RateGroup; params: EndpointParams; summary: string }
+  }
+}
+
+/** What a route handler gets: validated parameters and the calling app. */
+export interface RouteContext {
+  params: ParsedParams
+  client: AuthedApp
+  request: FastifyRequest
+  reply: FastifyReply
+  now: Date
+}
+
+export type ServerContext = {
+  db: Db
+  log: Logger
+  options: ApiOptions
+  now: () => Date
+  pageTokens: PageTokens
+}
