@@ -23,6 +23,11 @@ const BEFORE = '(?<![\\p{L}\\p{N}\\p{M}_&/])'
 const HASHTAG_IN_TEXT = new RegExp(`${BEFORE}[#＃](${TAG_CHARS}+)`, 'gu')
 const MENTION_IN_TEXT = new RegExp(`${BEFORE}[@＠]([A-Za-z0-9_]+)`, 'gu')
 const CASHTAG_IN_TEXT = new RegExp(`${BEFORE}\\$([A-Za-z][A-Za-z0-9_]*)`, 'gu')
+// The same three for ASCII text, where they find exactly the same, several times faster.
+const ASCII_BEFORE = '(?<![A-Za-z0-9_&/])'
+const ASCII_HASHTAG = new RegExp(`${ASCII_BEFORE}#([A-Za-z0-9_]+)`, 'g')
+const ASCII_MENTION = new RegExp(`${ASCII_BEFORE}@([A-Za-z0-9_]+)`, 'g')
+const ASCII_CASHTAG = new RegExp(`${ASCII_BEFORE}\\$([A-Za-z][A-Za-z0-9_]*)`, 'g')
 const URL_IN_TEXT = /\bhttps?:\/\/[^\s<>"]+/giu
 
 /** The syntax of query operands `#tag`, `@user`, `$cash` (whole word). */
@@ -30,15 +35,21 @@ export const HASHTAG_SYNTAX = new RegExp(`^[#＃](${TAG_CHARS}+)$`, 'u')
 export const MENTION_SYNTAX = /^[@＠]([A-Za-z0-9_]+)$/u
 export const CASHTAG_SYNTAX = /^\$([A-Za-z][A-Za-z0-9_]*)$/u
 
+// eslint-disable-next-line no-control-regex -- ASCII includes the control characters
+const ASCII = /^[\u0000-\u007f]*$/
+const ASCII_WORD = /[a-z0-9]+/g
 const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g
 
 /** NFKC, with lone surrogates replaced (Postgres refuses them; they are never letters anyway). */
 function normalise(s: string): string {
+  // ASCII is its own NFKC form and has no surrogates: the common case skips both passes.
+  if (ASCII.test(s)) return s
   return s.replace(LONE_SURROGATE, '\ufffd').normalize('NFKC')
 }
 
 /** Case folding close to Unicode's full folding (`ß` → `ss`), per token so context cannot matter. */
-const fold = (token: string): string => token.toUpperCase().toLowerCase()
+const fold = (token: string): string =>
+  ASCII.test(token) ? token.toLowerCase() : token.toUpperCase().toLowerCase()
 
 /**
  * Case-folded, Unicode-aware word tokens (NFKC): runs of letters, marks and digits; anything else
@@ -46,10 +57,13 @@ const fold = (token: string): string => token.toUpperCase().toLowerCase()
  * token per character.
  */
 export function tokenize(text: string): string[] {
+  // ASCII fast path: letters and digits are the only word characters, and lower-casing the whole
+  // text equals lower-casing each token.
+  if (ASCII.test(text)) return text.toLowerCase().match(ASCII_WORD) ?? []
   const out: string[] = []
   for (const m of normalise(text).matchAll(WORD)) {
     const run = m[0]
-    if (PER_CHAR.test(run)) {
+    if (!ASCII.test(run) && PER_CHAR.test(run)) {
       // Split the run around per-character scripts, keeping other letters together.
       let last = 0
       for (const c of run.matchAll(PER_CHAR_G)) {
@@ -83,6 +97,12 @@ const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !
 const list = (v: unknown): unknown[] => (Array.isArray(v) ? v : [])
 const str = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined)
 
+function addTag(tags: Set<string>, term: string, flag: string): void {
+  if (term === '') return
+  tags.add(term)
+  tags.add(flag)
+}
+
 /** The searchable terms of a Post object of X's shape (see the file comment for the layout). */
 export function searchTerms(post: { text?: unknown; [field: string]: unknown }): string[] {
   const text = typeof post.text === 'string' ? post.text : ''
@@ -98,7 +118,7 @@ export function searchTerms(post: { text?: unknown; [field: string]: unknown }):
       if (value) urls.push(value)
     }
   }
-  for (const m of text.matchAll(URL_IN_TEXT)) urls.push(m[0])
+  if (text.includes('://')) for (const m of text.matchAll(URL_IN_TEXT)) urls.push(m[0])
   let links = false
   for (const url of urls) {
     const parts = urlTerms(url)
@@ -107,22 +127,31 @@ export function searchTerms(post: { text?: unknown; [field: string]: unknown }):
     links = true
   }
 
-  const add = (term: string, flag: string): void => {
-    if (term === '') return
-    tags.add(term)
-    tags.add(flag)
+  // The sigil checks skip regex scans for the many Posts without any.
+  const ascii = ASCII.test(text)
+  if (ascii ? text.includes('#') : /[#＃]/u.test(text)) {
+    for (const m of text.matchAll(ascii ? ASCII_HASHTAG : HASHTAG_IN_TEXT)) {
+      addTag(tags, ascii ? `#${m[1]!.toLowerCase()}` : hashtagTerm(m[1]!), 'has:hashtags')
+    }
   }
-  for (const m of text.matchAll(HASHTAG_IN_TEXT)) add(hashtagTerm(m[1]!), 'has:hashtags')
-  for (const m of text.matchAll(MENTION_IN_TEXT)) add(mentionTerm(m[1]!), 'has:mentions')
-  for (const m of text.matchAll(CASHTAG_IN_TEXT)) add(cashtagTerm(m[1]!), 'has:cashtags')
+  if (ascii ? text.includes('@') : /[@＠]/u.test(text)) {
+    for (const m of text.matchAll(ascii ? ASCII_MENTION : MENTION_IN_TEXT)) {
+      addTag(tags, mentionTerm(m[1]!), 'has:mentions')
+    }
+  }
+  if (text.includes('$')) {
+    for (const m of text.matchAll(ascii ? ASCII_CASHTAG : CASHTAG_IN_TEXT)) {
+      addTag(tags, cashtagTerm(m[1]!), 'has:cashtags')
+    }
+  }
   for (const h of list(entities.hashtags)) {
-    if (isObj(h) && str(h.tag)) add(hashtagTerm(h.tag as string), 'has:hashtags')
+    if (isObj(h) && str(h.tag)) addTag(tags, hashtagTerm(h.tag as string), 'has:hashtags')
   }
   for (const m of list(entities.mentions)) {
-    if (isObj(m) && str(m.username)) add(mentionTerm(m.username as string), 'has:mentions')
+    if (isObj(m) && str(m.username)) addTag(tags, mentionTerm(m.username as string), 'has:mentions')
   }
   for (const c of list(entities.cashtags)) {
-    if (isObj(c) && str(c.tag)) add(cashtagTerm(c.tag as string), 'has:cashtags')
+    if (isObj(c) && str(c.tag)) addTag(tags, cashtagTerm(c.tag as string), 'has:cashtags')
   }
 
   if (links) tags.add('has:links')

@@ -125,11 +125,18 @@ function isExact(ast: Ast): boolean {
   }
 }
 
+/** Allocated only when a Post reaches a rule filed under several keys. */
+interface Seen<T> {
+  set: Set<Entry<T>> | undefined
+}
+
 interface Entry<T> {
   id: string
   payload: T
   test: ViewPredicate
   exact: boolean
+  /** Filed under more than one key, so one Post may reach it twice. */
+  multi: boolean
   keys: Key[] | undefined
 }
 
@@ -141,7 +148,17 @@ interface Entry<T> {
  */
 export class RuleIndex<T> {
   private readonly entries = new Map<string, Entry<T>>()
-  private readonly byKey = new Map<KeyKind, Map<string, Set<Entry<T>>>>()
+  private readonly byKey: Record<KeyKind, Map<string, Set<Entry<T>>>> = {
+    conversation: new Map(),
+    replyTo: new Map(),
+    quotes: new Map(),
+    retweets: new Map(),
+    author: new Map(),
+    authorName: new Map(),
+    replyUser: new Map(),
+    replyUserName: new Map(),
+    term: new Map(),
+  }
   private readonly fallback = new Set<Entry<T>>()
 
   add(id: string, ast: Ast, payload: T): void {
@@ -152,6 +169,7 @@ export class RuleIndex<T> {
       payload,
       test: compileView(ast),
       exact: isExact(ast),
+      multi: (p?.keys.length ?? 0) > 1,
       keys: p?.keys,
     }
     this.entries.set(id, entry)
@@ -160,8 +178,7 @@ export class RuleIndex<T> {
       return
     }
     for (const [kind, value] of p.keys) {
-      let map = this.byKey.get(kind)
-      if (!map) this.byKey.set(kind, (map = new Map()))
+      const map = this.byKey[kind]
       let set = map.get(value)
       if (!set) map.set(value, (set = new Set()))
       set.add(entry)
@@ -174,11 +191,11 @@ export class RuleIndex<T> {
     this.entries.delete(id)
     this.fallback.delete(entry)
     for (const [kind, value] of entry.keys ?? []) {
-      const map = this.byKey.get(kind)
-      const set = map?.get(value)
+      const map = this.byKey[kind]
+      const set = map.get(value)
       if (!set) continue
       set.delete(entry)
-      if (set.size === 0) map!.delete(value)
+      if (set.size === 0) map.delete(value)
     }
   }
 
@@ -189,32 +206,44 @@ export class RuleIndex<T> {
 
   matchView(view: PostView): T[] {
     const out: T[] = []
-    const seen = new Set<Entry<T>>()
-    const visit = (set: Set<Entry<T>> | undefined): void => {
-      if (!set) return
-      for (const e of set) {
-        if (seen.has(e)) continue
-        seen.add(e)
-        if (e.exact || e.test(view)) out.push(e.payload)
-      }
-    }
-    const lookup = (kind: KeyKind, value: string | undefined): void => {
-      if (value !== undefined) visit(this.byKey.get(kind)?.get(value))
-    }
-    lookup('conversation', view.conversationId)
-    lookup('replyTo', view.inReplyTo)
-    lookup('author', view.authorId)
-    lookup('authorName', view.authorUsername)
-    lookup('replyUser', view.replyToUserId)
-    lookup('replyUserName', view.replyToUsername)
+    // Only rules filed under several keys (OR) can be reached twice; the rest need no dedupe.
+    const seen: Seen<T> = { set: undefined }
+    const k = this.byKey
+    const visit = RuleIndex.visit<T>
+    if (view.conversationId !== undefined)
+      visit(k.conversation.get(view.conversationId), view, seen, out)
+    if (view.inReplyTo !== undefined) visit(k.replyTo.get(view.inReplyTo), view, seen, out)
+    if (view.authorId !== undefined) visit(k.author.get(view.authorId), view, seen, out)
+    if (view.authorUsername !== undefined)
+      visit(k.authorName.get(view.authorUsername), view, seen, out)
+    if (view.replyToUserId !== undefined)
+      visit(k.replyUser.get(view.replyToUserId), view, seen, out)
+    if (view.replyToUsername !== undefined)
+      visit(k.replyUserName.get(view.replyToUsername), view, seen, out)
     for (const r of view.refs) {
-      if (r.type === 'quoted') lookup('quotes', r.id)
-      else if (r.type === 'retweeted') lookup('retweets', r.id)
+      if (r.type === 'quoted') visit(k.quotes.get(r.id), view, seen, out)
+      else if (r.type === 'retweeted') visit(k.retweets.get(r.id), view, seen, out)
     }
-    const terms = this.byKey.get('term')
-    if (terms) for (const t of view.terms) visit(terms.get(t))
+    if (k.term.size > 0) for (const t of view.terms) visit(k.term.get(t), view, seen, out)
     for (const e of this.fallback) if (e.test(view)) out.push(e.payload)
     return out
+  }
+
+  private static visit<T>(
+    set: Set<Entry<T>> | undefined,
+    view: PostView,
+    seen: Seen<T>,
+    out: T[],
+  ): void {
+    if (set === undefined) return
+    for (const e of set) {
+      if (e.multi) {
+        seen.set ??= new Set()
+        if (seen.set.has(e)) continue
+        seen.set.add(e)
+      }
+      if (e.exact || e.test(view)) out.push(e.payload)
+    }
   }
 
   get size(): number {
