@@ -164,6 +164,33 @@ export const envSchema = z.object({
   SIMULATOR_MAX_STREAM_CONNECTIONS: int(1, 1, 100),
   /** Requests per endpoint per 15 minutes before a 429. */
   SIMULATOR_RATE_LIMIT: int(100_000, 1, 100_000_000),
+  // --- activity subscriptions, webhooks and delivery (services/delivery, issue 7) ---
+  /** Subscriptions per app (api.md §4.2). */
+  ACTIVITY_SUBSCRIPTION_CAP: int(1_500, 1, 1_000_000),
+  /** Webhooks per app. */
+  WEBHOOK_CAP: int(10, 1, 10_000),
+  /** Open `/2/activity/stream` connections per app. */
+  ACTIVITY_STREAM_MAX_CONNECTIONS: int(1, 1, 100),
+  /** How long the activity event stream keeps events (≥ 5 min, for `backfill_minutes`). */
+  ACTIVITY_STREAM_RETENTION_MS: int(600_000, 300_000, 86_400_000),
+  /** `activity` jobs one delivery instance turns into events at once. */
+  DELIVERY_CONCURRENCY: int(4, 1, 64),
+  /** Webhooks one delivery instance sends to at once (one request in flight per webhook). */
+  WEBHOOK_CONCURRENCY: int(32, 1, 1_024),
+  /** A webhook POST or CRC must complete within this (X: 10 s). */
+  WEBHOOK_TIMEOUT_MS: int(10_000, 10, 60_000),
+  /** Response bytes read from a webhook; a longer answer fails the request. */
+  WEBHOOK_RESPONSE_MAX_BYTES: int(65_536, 1_024, 10_485_760),
+  /** Tries per event before it is parked in webhook_failures. */
+  WEBHOOK_MAX_ATTEMPTS: int(6, 1, 100),
+  /** Retry n waits base × 3^(n-1): 30 s … 40 min, six tries over about an hour by default. */
+  WEBHOOK_RETRY_BASE_MS: int(30_000, 1, 3_600_000),
+  /** Periodic CRC re-check of every webhook… */
+  WEBHOOK_CRC_INTERVAL_MS: int(1_800_000, 100, 86_400_000),
+  /** …marking it invalid after this many failures in a row. */
+  WEBHOOK_CRC_MAX_FAILURES: int(3, 1, 100),
+  /** How often delivery looks for webhooks with events and no sender (recovery after a crash). */
+  WEBHOOK_SWEEP_MS: int(2_000, 10, 600_000),
 })
 
 export type Config = z.output<typeof envSchema>

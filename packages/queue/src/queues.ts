@@ -55,6 +55,34 @@ export const QUEUES = {
       removeOnFail: { count: 10_000, age: 7 * 24 * 3_600 },
     } satisfies JobsOptions,
   },
+  // --- activity (issue 7) ---
+  /**
+   * `activity`: what a relayed outbox batch stored, turned into events by the delivery service.
+   * Like `posts`, a transient failure must never drop it; events are deduplicated in Postgres.
+   */
+  activity: {
+    name: 'activity',
+    jobOptions: {
+      attempts: 1_000_000,
+      backoff: { type: 'capped-exponential', delay: 500 },
+      removeOnComplete: { count: 1_000, age: 3_600 },
+      removeOnFail: { count: 10_000, age: 7 * 24 * 3_600 },
+    } satisfies JobsOptions,
+  },
+  /**
+   * `webhooks`: "drain webhook W". The events and their order, attempts and backoff live in
+   * Postgres (webhook_deliveries); a job only wakes a sender, so retries here cover Postgres or
+   * Redis trouble, not the receiver's.
+   */
+  webhooks: {
+    name: 'webhooks',
+    jobOptions: {
+      attempts: 1_000,
+      backoff: { type: 'capped-exponential', delay: 500 },
+      removeOnComplete: { count: 1_000, age: 600 },
+      removeOnFail: { count: 10_000, age: 7 * 24 * 3_600 },
+    } satisfies JobsOptions,
+  },
 } as const
 
 export type QueueName = keyof typeof QUEUES

@@ -3,7 +3,9 @@ import { normalizeLines } from '@threadline/domain'
 import type { Logger } from '@threadline/logger'
 import {
   closeRedis,
+  createActivityQueue,
   createWorker,
+  enqueueActivity,
   postsJobSchema,
   publishStored,
   type Job,
@@ -78,6 +80,8 @@ export async function storeLines(
 export function createWriter(deps: WriterDeps): Writer {
   const { db, redis, prefix, options } = deps
   const log = deps.logger.child({ component: 'writer' })
+  // Relayed outbox batches also become `activity` jobs (events for subscriptions, issue 7).
+  const activity = createActivityQueue(redis, prefix, deps.logger)
 
   let relaying: Promise<number> | undefined
   let relayAgain = false
@@ -96,6 +100,7 @@ export function createWriter(deps: WriterDeps): Writer {
           }
         }
         await publishStored(redis, prefix, entries, options.streamRetentionMs)
+        await enqueueActivity(activity, batch.payloads)
       })
       total += n
       if (n < RELAY_BATCH) return total
@@ -190,6 +195,7 @@ export function createWriter(deps: WriterDeps): Writer {
         await worker.close(true)
       }
       await relaySafely()
+      await activity.close()
       await closeRedis(redis)
       await db.destroy()
       log.info('writer closed')

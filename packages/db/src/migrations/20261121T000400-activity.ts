@@ -67,7 +67,7 @@ export async function up(db: Kysely<any>): Promise<void> {
     CREATE TABLE webhook_deliveries (
       webhook_id bigint NOT NULL,
       seq bigint NOT NULL,
-      event_uuid uuid NOT NULL UNIQUE,
+      event_uuid bigint NOT NULL UNIQUE,
       app_id bigint NOT NULL,
       subscription_id bigint NOT NULL,
       event_type text NOT NULL,
@@ -84,7 +84,7 @@ export async function up(db: Kysely<any>): Promise<void> {
       webhook_id bigint NOT NULL,
       app_id bigint NOT NULL,
       subscription_id bigint NOT NULL,
-      event_uuid uuid NOT NULL,
+      event_uuid bigint NOT NULL,
       event_type text NOT NULL,
       url text NOT NULL,
       body text NOT NULL,

@@ -201,7 +201,7 @@ export interface MatchableSubscription {
 
 /**
  * The subscriptions that may match a set of candidate events: those whose (event_type, user id)
- * is among `keys` (an index probe each), plus every keyword-only `post.create` subscription (its
+ * is among `keys` (an index probe each), plus every keyword-only Post subscription (its
  * keyword is checked by the caller). One statement whatever the number of keys.
  */
 export async function candidateSubscriptions(
@@ -220,6 +220,45 @@ export async function candidateSubscriptions(
     UNION ALL
     SELECT s.id::text, s.app_id::text, s.event_type, NULL, s.filter_keyword, s.tag, s.webhook_id::text
     FROM activity_subscriptions s
-    WHERE s.event_type = 'post.create' AND s.filter_user_id IS NULL`.execute(db)
+    WHERE s.filter_user_id IS NULL AND s.event_type LIKE 'post.%'`.execute(db)
+  return rows
+}
+
+/** A new Post as event derivation needs it: who it replies to, quotes and mentions. */
+export interface ActivityPost {
+  id: string
+  author_id: string | null
+  in_reply_to_user_id: string | null
+  text: string
+  raw: unknown
+  quoted_author_ids: string[]
+  mentioned_user_ids: string[]
+}
+
+/**
+ * The Posts of an activity job in one statement: quoted authors through post_references, mentioned
+ * users from the Post's entities (by id, or by username through the users index when the upstream
+ * gave no id).
+ */
+export async function activityPosts(db: Db, ids: readonly string[]): Promise<ActivityPost[]> {
+  if (ids.length === 0) return []
+  const { rows } = await sql<ActivityPost>`
+    SELECT p.id::text AS id, p.author_id::text AS author_id,
+      p.in_reply_to_user_id::text AS in_reply_to_user_id, p.text, p.raw,
+      coalesce((
+        SELECT array_agg(DISTINCT q.author_id::text)
+        FROM post_references r JOIN posts q ON q.id = r.referenced_id
+        WHERE r.post_id = p.id AND r.type = 'quoted' AND q.author_id IS NOT NULL
+      ), '{}') AS quoted_author_ids,
+      coalesce((
+        SELECT array_agg(DISTINCT coalesce(m->>'id', u.id::text))
+        FROM jsonb_array_elements(
+          CASE WHEN jsonb_typeof(p.raw->'entities'->'mentions') = 'array'
+            THEN p.raw->'entities'->'mentions' ELSE '[]'::jsonb END) m
+        LEFT JOIN users u ON m->>'id' IS NULL AND lower(u.username) = lower(m->>'username')
+        WHERE coalesce(m->>'id', u.id::text) ~ '^[0-9]{1,19}$'
+      ), '{}') AS mentioned_user_ids
+    FROM posts p WHERE p.id = ANY(${[...ids]}::bigint[])
+    ORDER BY p.id`.execute(db)
   return rows
 }

@@ -171,7 +171,7 @@ export async function queueWebhookEvents(
   const { rows } = await sql<{ webhook_id: string }>`
     WITH ev AS (
       SELECT * FROM jsonb_to_recordset(${json}::jsonb) AS x(
-        webhook_id bigint, event_uuid uuid, app_id bigint, subscription_id bigint,
+        webhook_id bigint, event_uuid bigint, app_id bigint, subscription_id bigint,
         event_type text, body text, ord integer)
     ),
     fresh AS (

@@ -44,7 +44,7 @@ export interface ActivitySourcesTable {
 export interface WebhookDeliveriesTable {
   webhook_id: Int8
   seq: Int8
-  event_uuid: string
+  event_uuid: Int8
   app_id: Int8
   subscription_id: Int8
   event_type: string
@@ -60,7 +60,7 @@ export interface WebhookFailuresTable {
   webhook_id: Int8
   app_id: Int8
   subscription_id: Int8
-  event_uuid: string
+  event_uuid: Int8
   event_type: string
   url: string
   body: string

@@ -1,0 +1,5 @@
+export * from './address-policy.js'
+export * from './outbound.js'
+export * from './signing.js'
+export * from './crc.js'
+export * from './events.js'

@@ -1,0 +1,198 @@
+import type { Queue } from 'bullmq'
+import type { Redis } from 'ioredis'
+import { z } from 'zod'
+import type { Logger } from '@threadline/logger'
+import { createQueue } from './queues.js'
+
+/** What a relayed outbox batch newly stored: the delivery service turns it into events. */
+export const activityJobSchema = z.object({
+  post_ids: z.array(z.string().regex(/^\d{1,19}$/)),
+  user_changes: z.array(
+    z.object({
+      id: z.string().regex(/^\d{1,19}$/),
+      before: z.object({ name: z.string(), username: z.string() }),
+      after: z.object({ name: z.string(), username: z.string() }),
+    }),
+  ),
+})
+export type ActivityJob = z.infer<typeof activityJobSchema>
+
+/** "Send what is queued for this webhook": the queue itself lives in Postgres, in order. */
+export const webhooksJobSchema = z.object({ webhook_id: z.string().regex(/^\d{1,19}$/) })
+export type WebhooksJob = z.infer<typeof webhooksJobSchema>
+
+export function createActivityQueue(
+  redis: Redis,
+  prefix: string,
+  logger: Logger,
+): Queue<ActivityJob> {
+  return createQueue<ActivityJob>('activity', { connection: redis, prefix, logger })
+}
+
+/**
+ * Enqueues the activity of relayed outbox payloads as one job (the writer's relay calls this after
+ * commit, before deleting the rows: a crash in between enqueues again, and delivery fires once).
+ */
+export async function enqueueActivity(
+  queue: Queue<ActivityJob>,
+  payloads: ReadonlyArray<ActivityJob>,
+): Promise<void> {
+  const job: ActivityJob = {
+    post_ids: payloads.flatMap((p) => p.post_ids),
+    user_changes: payloads.flatMap((p) => p.user_changes),
+  }
+  if (job.post_ids.length === 0 && job.user_changes.length === 0) return
+  await queue.add('activity', job)
+}
+
+/** Asks for a webhook to be drained; coalesced with a drain already waiting for it. */
+export async function enqueueWebhookDrain(
+  queue: Queue<WebhooksJob>,
+  webhookIds: readonly string[],
+  delayMs = 0,
+): Promise<void> {
+  if (webhookIds.length === 0) return
+  await queue.addBulk(
+    webhookIds.map((id) => ({
+      name: 'drain',
+      data: { webhook_id: id },
+      // A delayed drain (a retry after backoff) is not coalesced: it must wake at its time.
+      opts: delayMs > 0 ? { delay: delayMs } : { deduplication: { id: `wh-${id}` } },
+    })),
+  )
+}
+
+// --- the activity event stream: delivery → every API instance (api.md §4.2 GET /2/activity/stream)
+
+export function activityStreamKey(prefix: string): string {
+  return `${prefix}:activity`
+}
+
+export interface ActivityEntry {
+  app_id: string
+  /** The framed event line (JSON, without its `\r\n`). */
+  body: string
+}
+
+/** Appends events in one pipeline, trimmed by time like the `stored` stream. */
+export async function publishActivity(
+  redis: Redis,
+  prefix: string,
+  entries: readonly ActivityEntry[],
+  retentionMs: number,
+): Promise<void> {
+  if (entries.length === 0) return
+  const key = activityStreamKey(prefix)
+  const minId = `${Date.now() - retentionMs}-0`
+  const pipeline = redis.pipeline()
+  for (const e of entries) {
+    pipeline.xadd(key, 'MINID', '~', minId, '*', 'app', e.app_id, 'body', e.body)
+  }
+  const results = await pipeline.exec()
+  const failed = results?.find(([err]) => err)
+  if (failed) throw failed[0]
+}
+
+type RawEntries = Array<[string, string[]]>
+
+function toEntries(raw: RawEntries): Array<ActivityEntry & { streamId: string }> {
+  const out: Array<ActivityEntry & { streamId: string }> = []
+  for (const [streamId, fields] of raw) {
+    let app: string | undefined
+    let body: string | undefined
+    for (let i = 0; i + 1 < fields.length; i += 2) {
+      if (fields[i] === 'app') app = fields[i + 1]
+      else if (fields[i] === 'body') body = fields[i + 1]
+    }
+    if (app !== undefined && body !== undefined) out.push({ streamId, app_id: app, body })
+  }
+  return out
+}
+
+/** Events of the last `sinceMs` (for `backfill_minutes`), oldest first, for one app. */
+export async function recentActivity(
+  redis: Redis,
+  prefix: string,
+  appId: string,
+  sinceMs: number,
+  limit = 10_000,
+): Promise<ActivityEntry[]> {
+  const raw = (await redis.xrange(
+    activityStreamKey(prefix),
+    `${Date.now() - sinceMs}-0`,
+    '+',
+    'COUNT',
+    limit,
+  )) as RawEntries
+  return toEntries(raw).filter((e) => e.app_id === appId)
+}
+
+export interface ActivityReader {
+  /** Resolves once the reader knows the tail: every event added after this is delivered. */
+  ready: Promise<void>
+  close(): Promise<void>
+}
+
+/**
+ * Follows the activity stream from its tail on a dedicated connection (XREAD BLOCK holds it),
+ * reconnecting while open and resuming after the last id handed over.
+ */
+export function readActivity(
+  redis: Redis,
+  prefix: string,
+  onEntries: (entries: ActivityEntry[]) => void,
+  { blockMs = 2_000, logger }: { blockMs?: number; logger?: Logger } = {},
+): ActivityReader {
+  const key = activityStreamKey(prefix)
+  const log = logger?.child({ component: 'activity-reader' })
+  const conn = redis.duplicate({
+    maxRetriesPerRequest: null,
+    connectionName: 'threadline:activity-reader',
+  })
+  conn.on('error', (err) => log?.debug({ err }, 'activity reader connection error'))
+  let closed = false
+  let lastId: string | undefined
+  let markReady: () => void = () => {}
+  const ready = new Promise<void>((resolve) => (markReady = resolve))
+  const run = async () => {
+    let failures = 0
+    while (!closed) {
+      try {
+        if (lastId === undefined) {
+          const tail = (await conn.xrevrange(key, '+', '-', 'COUNT', 1)) as RawEntries
+          lastId = tail[0]?.[0] ?? '0-0'
+          markReady()
+        }
+        const res = (await conn.xread(
+          'COUNT',
+          1000,
+          'BLOCK',
+          blockMs,
+          'STREAMS',
+          key,
+          lastId,
+        )) as Array<[string, RawEntries]> | null
+        failures = 0
+        const raw = res?.[0]?.[1] ?? []
+        if (raw.length === 0) continue
+        lastId = raw[raw.length - 1]![0]
+        onEntries(toEntries(raw))
+      } catch (err) {
+        if (closed) return
+        failures += 1
+        log?.warn({ err }, 'activity stream read failed; retrying')
+        await new Promise((r) => setTimeout(r, Math.min(200 * failures, 5_000)))
+      }
+    }
+  }
+  const running = run()
+  return {
+    ready,
+    async close() {
+      closed = true
+      markReady()
+      conn.disconnect()
+      await running.catch(() => {})
+    },
+  }
+}
