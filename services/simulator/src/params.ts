@@ -1,84 +1,8 @@
 /** X's parameter lists (OpenAPI 2.159) and request validation with X's 400 bodies. */
+import { TWEET_EXPANSIONS, TWEET_FIELDS, USER_FIELDS } from '@threadline/domain'
 
-export const TWEET_FIELDS = [
-  'article',
-  'attachments',
-  'author_id',
-  'card_uri',
-  'community_id',
-  'context_annotations',
-  'conversation_id',
-  'created_at',
-  'display_text_range',
-  'edit_controls',
-  'edit_history_tweet_ids',
-  'entities',
-  'geo',
-  'id',
-  'in_reply_to_user_id',
-  'lang',
-  'media_metadata',
-  'non_public_metrics',
-  'note_tweet',
-  'organic_metrics',
-  'possibly_sensitive',
-  'promoted_metrics',
-  'public_metrics',
-  'referenced_tweets',
-  'reply_settings',
-  'scopes',
-  'source',
-  'suggested_source_links',
-  'suggested_source_links_with_counts',
-  'text',
-  'withheld',
-]
-
-export const USER_FIELDS = [
-  'affiliation',
-  'confirmed_email',
-  'connection_status',
-  'created_at',
-  'description',
-  'entities',
-  'id',
-  'is_identity_verified',
-  'location',
-  'most_recent_tweet_id',
-  'name',
-  'parody',
-  'pinned_tweet_id',
-  'profile_banner_url',
-  'profile_image_url',
-  'protected',
-  'public_metrics',
-  'receives_your_dm',
-  'subscription',
-  'subscription_type',
-  'url',
-  'username',
-  'verified',
-  'verified_followers_count',
-  'verified_type',
-  'withheld',
-]
-
-export const EXPANSIONS = [
-  'article.cover_media',
-  'article.media_entities',
-  'attachments.media_keys',
-  'attachments.media_source_tweet',
-  'attachments.poll_ids',
-  'author_id',
-  'edit_history_tweet_ids',
-  'entities.mentions.username',
-  'geo.place_id',
-  'in_reply_to_user_id',
-  'entities.note.mentions.username',
-  'referenced_tweets.id',
-  'referenced_tweets.id.attachments.media_keys',
-  'referenced_tweets.id.author_id',
-]
+// X's lists (OpenAPI 2.159) live in one place, the domain package.
+export { TWEET_FIELDS, USER_FIELDS, TWEET_EXPANSIONS as EXPANSIONS } from '@threadline/domain'
 
 export const FIELD_PARAMS = [
   'tweet.fields',
@@ -90,11 +14,11 @@ export const FIELD_PARAMS = [
   'place.fields',
 ]
 
-const ENUMS: Record<string, string[]> = {
+const ENUMS: Record<string, readonly string[]> = {
   'tweet.fields': TWEET_FIELDS,
   'post.fields': TWEET_FIELDS,
   'user.fields': USER_FIELDS,
-  expansions: EXPANSIONS,
+  expansions: TWEET_EXPANSIONS,
 }
 
 export interface ParamError {
