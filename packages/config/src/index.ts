@@ -148,6 +148,20 @@ export const envSchema = z.object({
   API_TOKEN_CACHE_MS: int(10_000, 0, 600_000),
   /** Signs pagination tokens so an altered one is refused; set it equal on every api replica. */
   API_TOKEN_SECRET: str('threadline-pagination'),
+  // --- filtered stream (services/api/src/stream): GET /2/tweets/search/stream ---
+  /** A bare \r\n is sent after this long without traffic (X: 10 s; clients give up after ~20 s). */
+  API_STREAM_KEEPALIVE_MS: int(10_000, 10, 60_000),
+  /** Open filtered-stream connections per app (X: 1). */
+  API_STREAM_MAX_CONNECTIONS: int(1, 1, 10_000),
+  /** `cluster`: the connection limit is counted in Redis across api replicas; `instance`: per process. */
+  API_STREAM_CONNECTION_SCOPE: z
+    .enum(['cluster', 'instance'])
+    .optional()
+    .transform((v) => v ?? 'cluster'),
+  /** Bytes queued for one client past which it is cut off as a SlowReader (bounds memory). */
+  API_STREAM_MAX_BUFFER_BYTES: int(4 * 1024 * 1024, 1_024, 1_073_741_824),
+  /** Entries per XREAD of the `stored` stream. */
+  API_STREAM_READ_BATCH: int(500, 1, 10_000),
   // --- simulator (services/simulator): a synthetic X upstream, its world in memory ---
   SIMULATOR_HOST: str('127.0.0.1'),
   SIMULATOR_PORT: int(3100, 0, 65535),

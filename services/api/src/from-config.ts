@@ -1,5 +1,5 @@
 import type { Config } from '@threadline/config'
-import { assertSchemaCurrent, createDb } from '@threadline/db'
+import { openServiceDb } from '@threadline/db'
 import type { Logger } from '@threadline/logger'
 import { createRedis } from '@threadline/queue'
 import { buildServer, type ApiServer } from './server.js'
@@ -20,18 +20,12 @@ function withStatementTimeout(url: string): string {
 
 /** Builds the read API and the clients it owns from configuration. Refuses a schema that is behind. */
 export async function apiFromConfig(config: Config, logger: Logger): Promise<ApiServer> {
-  const db = createDb({
+  const db = await openServiceDb({
     url: withStatementTimeout(config.DATABASE_URL),
     poolMax: config.API_POOL_MAX,
     applicationName: 'threadline-api',
     logger,
   })
-  try {
-    await assertSchemaCurrent(db)
-  } catch (err) {
-    await db.destroy()
-    throw err
-  }
   const redis = createRedis(config.REDIS_URL, 'producer', 'api')
   const server = buildServer({
     db,

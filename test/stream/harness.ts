@@ -1,0 +1,212 @@
+import http from 'node:http'
+import { buildServer, type ApiServer } from '@threadline/api'
+import { addRules, createApp, createDb } from '@threadline/db'
+import { formatPostTime, generateId, snowflakeTime } from '@threadline/domain'
+import { createRedis } from '@threadline/queue'
+import type { TestEnv } from '@threadline/testing'
+import { createWriter, storeLines as writerStoreLines, type Writer } from '@threadline/writer'
+import {
+  registerFilteredStream,
+  type FilteredStream,
+  type FilteredStreamOptions,
+} from '../../services/api/src/stream/index.js'
+import { testOptions } from '../../services/api/src/test-helpers.js'
+
+export interface StreamServer {
+  server: ApiServer
+  stream: FilteredStream
+  url: string
+}
+
+/** A listening API with the filtered stream over the test env's schema and prefix, closed at teardown. */
+export async function startStreamServer(
+  env: TestEnv,
+  overrides: Partial<FilteredStreamOptions> = {},
+): Promise<StreamServer> {
+  const db = createDb({ url: env.databaseUrl, poolMax: 5 })
+  const redis = createRedis(env.redisUrl, 'producer', 'api-stream-test')
+  const server = buildServer({ db, redis, logger: env.logger, options: testOptions(env) })
+  const stream = registerFilteredStream(server.app, {
+    db,
+    redis,
+    logger: env.logger,
+    options: {
+      prefix: env.prefix,
+      databaseUrl: env.databaseUrl,
+      readBatch: 200,
+      keepAliveMs: 10_000,
+      maxConnectionsPerApp: 1,
+      maxBufferedBytes: 4 * 1024 * 1024,
+      connectionScope: 'cluster',
+      ...overrides,
+    },
+  })
+  env.defer(() => server.close())
+  await server.start()
+  return { server, stream, url: server.url() }
+}
+
+/** A writer (relaying to `<prefix>:stored`) with its own clients, closed at teardown. */
+export async function startWriter(env: TestEnv): Promise<Writer> {
+  const writer = createWriter({
+    db: createDb({ url: env.databaseUrl, poolMax: 5 }),
+    redis: createRedis(env.redisUrl, 'worker', 'writer-stream-test'),
+    prefix: env.prefix,
+    logger: env.logger,
+    options: {
+      concurrency: 2,
+      lockDuration: 30_000,
+      stalledInterval: 30_000,
+      maxStalledCount: 5,
+      streamRetentionMs: 600_000,
+      shutdownTimeoutMs: 5_000,
+      relayIntervalMs: 200,
+    },
+  })
+  env.defer(() => writer.close())
+  await writer.start()
+  return writer
+}
+
+/** Stores lines as the writer does and relays them to the `stored` stream at once. */
+export async function store(env: TestEnv, writer: Writer, lines: string[]): Promise<void> {
+  await writerStoreLines(env.db, lines, new Date().toISOString(), 'test')
+  await writer.relay()
+}
+
+/** An app with a token and the given rules; returns the rule ids by value. */
+export async function appWithRules(
+  env: TestEnv,
+  name: string,
+  rules: Array<{ value: string; tag?: string }>,
+): Promise<{ appId: string; token: string; ruleIds: Map<string, string> }> {
+  const app = await createApp(env.db, name)
+  const ruleIds = new Map<string, string>()
+  if (rules.length > 0) {
+    const added = await addRules(env.db, app.app_id, rules, { cap: 1000 })
+    for (const r of added.created) ruleIds.set(r.value, r.id)
+  }
+  return { appId: app.app_id, token: app.bearer_token, ruleIds }
+}
+
+export interface UserSpec {
+  id: string
+  username: string
+  name?: string
+}
+
+/** One filtered-stream line: a Post by `author`, optionally replying to / quoting others. */
+export function postLine(p: {
+  text: string
+  author: UserSpec
+  id?: string
+  replyTo?: { id: string; author: UserSpec }
+  quotes?: string
+  extra?: Record<string, unknown>
+}): { id: string; line: string } {
+  const id = p.id ?? generateId()
+  const data: Record<string, unknown> = {
+    id,
+    text: p.text,
+    author_id: p.author.id,
+    created_at: formatPostTime(snowflakeTime(id)!),
+    conversation_id: id,
+    lang: 'en',
+    public_metrics: {
+      retweet_count: 1,
+      reply_count: 2,
+      like_count: 3,
+      quote_count: 0,
+      bookmark_count: 0,
+      impression_count: 10,
+    },
+    ...p.extra,
+  }
+  const users: unknown[] = [{ ...p.author, name: p.author.name ?? p.author.username }]
+  const refs: Array<{ type: string; id: string }> = []
+  if (p.replyTo) {
+    data.in_reply_to_user_id = p.replyTo.author.id
+    data.conversation_id = p.replyTo.id
+    refs.push({ type: 'replied_to', id: p.replyTo.id })
+    users.push({ ...p.replyTo.author, name: p.replyTo.author.name ?? p.replyTo.author.username })
+  }
+  if (p.quotes) refs.push({ type: 'quoted', id: p.quotes })
+  if (refs.length > 0) data.referenced_tweets = refs
+  return { id, line: JSON.stringify({ data, includes: { users } }) }
+}
+
+export interface RawStream {
+  status: number
+  headers: http.IncomingHttpHeaders
+  /** Each `\r\n`-terminated message parsed; keep-alives counted apart. */
+  messages: Array<Record<string, unknown>>
+  keepAlives: number
+  /** Text that did not end in `\r\n` or was separated by a bare `\n` (must stay empty). */
+  badFraming: string[]
+  /** The whole body of a non-200 answer. */
+  body: string
+  ended: boolean
+  response: http.IncomingMessage
+  close(): void
+}
+
+/** A plain HTTP reader of the stream that checks X's framing as it goes. */
+export async function openRawStream(
+  url: string,
+  token: string,
+  query = '',
+  closers?: { defer(fn: () => unknown): void },
+): Promise<RawStream> {
+  const agent = new http.Agent({ keepAlive: false })
+  return new Promise((resolve, reject) => {
+    const req = http.get(
+      `${url}/2/tweets/search/stream${query ? `?${query}` : ''}`,
+      { headers: { authorization: `Bearer ${token}` }, agent },
+      (res) => {
+        const s: RawStream = {
+          status: res.statusCode ?? 0,
+          headers: res.headers,
+          messages: [],
+          keepAlives: 0,
+          badFraming: [],
+          body: '',
+          ended: false,
+          response: res,
+          close: () => {
+            req.destroy()
+            agent.destroy()
+          },
+        }
+        closers?.defer(() => s.close())
+        let buf = ''
+        res.setEncoding('utf8')
+        res.on('data', (chunk: string) => {
+          if (s.status !== 200) {
+            s.body += chunk
+            return
+          }
+          buf += chunk
+          let i: number
+          while ((i = buf.indexOf('\r\n')) >= 0) {
+            const line = buf.slice(0, i)
+            buf = buf.slice(i + 2)
+            if (line === '') s.keepAlives += 1
+            else if (line.includes('\n')) s.badFraming.push(line)
+            else s.messages.push(JSON.parse(line) as Record<string, unknown>)
+          }
+        })
+        const done = () => {
+          s.ended = true
+          if (buf !== '') s.badFraming.push(buf)
+        }
+        res.on('end', done)
+        res.on('close', done)
+        res.on('error', () => undefined)
+        resolve(s)
+      },
+    )
+    req.on('error', reject)
+  })
+}
+
+export type { ApiServer }
