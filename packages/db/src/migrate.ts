@@ -1,4 +1,5 @@
 import { Migrator, sql, type Kysely, type MigrationResultSet } from 'kysely'
+import { createDb, type Db, type DbOptions } from './connect.js'
 import { migrations } from './migrations/index.js'
 
 /**
@@ -47,4 +48,16 @@ export async function assertSchemaCurrent(db: Kysely<any>): Promise<void> {
     .filter((m) => m.executedAt === undefined)
     .map((m) => m.name)
   if (pending.length > 0) throw new SchemaBehindError(pending)
+}
+
+/** A database handle for a service: refuses to start (and releases its pool) on a schema that is behind. */
+export async function openServiceDb(options: DbOptions): Promise<Db> {
+  const db = createDb(options)
+  try {
+    await assertSchemaCurrent(db)
+    return db
+  } catch (err) {
+    await db.destroy()
+    throw err
+  }
 }

@@ -1,5 +1,5 @@
 import type { Config } from '@threadline/config'
-import { assertSchemaCurrent, createDb } from '@threadline/db'
+import { openServiceDb } from '@threadline/db'
 import type { Logger } from '@threadline/logger'
 import { createRedis } from '@threadline/queue'
 import { createIngest, type Ingest, type IngestOptions } from './ingest.js'
@@ -54,18 +54,12 @@ export async function ingestFromConfig(
 ): Promise<Ingest> {
   const upstreamUrl = overrides.upstreamUrl ?? config.UPSTREAM_URL
   if (!upstreamUrl) throw new MissingUpstreamError()
-  const db = createDb({
+  const db = await openServiceDb({
     url: config.DATABASE_URL,
     poolMax: Math.max(config.INGEST_BACKFILL_CONCURRENCY + 3, 4),
     applicationName: 'threadline-ingest',
     logger,
   })
-  try {
-    await assertSchemaCurrent(db)
-  } catch (err) {
-    await db.destroy()
-    throw err
-  }
   return createIngest({
     db,
     databaseUrl: config.DATABASE_URL,

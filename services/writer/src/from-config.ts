@@ -1,23 +1,17 @@
 import type { Config } from '@threadline/config'
-import { assertSchemaCurrent, createDb } from '@threadline/db'
+import { openServiceDb } from '@threadline/db'
 import type { Logger } from '@threadline/logger'
 import { createRedis } from '@threadline/queue'
 import { createWriter, type Writer } from './writer.js'
 
 /** Builds a writer and the clients it owns from configuration. Refuses a schema that is behind. */
 export async function writerFromConfig(config: Config, logger: Logger): Promise<Writer> {
-  const db = createDb({
+  const db = await openServiceDb({
     url: config.DATABASE_URL,
     poolMax: Math.max(config.WRITER_CONCURRENCY + 2, 4),
     applicationName: 'threadline-writer',
     logger,
   })
-  try {
-    await assertSchemaCurrent(db)
-  } catch (err) {
-    await db.destroy()
-    throw err
-  }
   return createWriter({
     db,
     redis: createRedis(config.REDIS_URL, 'worker', 'writer'),

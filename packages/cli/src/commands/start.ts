@@ -1,5 +1,5 @@
 import type { Config } from '@threadline/config'
-import { addRules, createDb, demoApp, ensureDatabase, migrateToLatest, sql } from '@threadline/db'
+import { addRules, createDb, demoApp, sql } from '@threadline/db'
 import { apiFromConfig } from '@threadline/api'
 import { ingestFromConfig } from '@threadline/ingest'
 import type { Logger } from '@threadline/logger'
@@ -8,6 +8,7 @@ import { runUntilSignal, type Service } from '@threadline/runtime'
 import { simulatorFromConfig, type Simulator } from '@threadline/simulator'
 import { writerFromConfig } from '@threadline/writer'
 import { err, UsageError } from '../output.js'
+import { migrate } from './migrate.js'
 
 /** What a role needs besides configuration: the built-in simulator's URL, when one runs. */
 interface RoleContext {
@@ -47,21 +48,6 @@ export function parseRoles(value: string | undefined): string[] {
     )
   }
   return roles
-}
-
-async function migrateNow(config: Config, logger: Logger): Promise<void> {
-  if (await ensureDatabase(config.DATABASE_URL)) logger.info('database created')
-  const db = createDb({
-    url: config.DATABASE_URL,
-    poolMax: 1,
-    applicationName: 'threadline-migrate',
-  })
-  try {
-    const applied = await migrateToLatest(db)
-    if (applied.length) logger.info({ applied }, 'migrations applied')
-  } finally {
-    await db.destroy()
-  }
 }
 
 /**
@@ -142,7 +128,7 @@ export async function start(
   logger: Logger,
   options: { roles: string[]; migrate: boolean; simulate: boolean; demo: boolean },
 ): Promise<void> {
-  if (options.migrate || options.demo) await migrateNow(config, logger)
+  if (options.migrate || options.demo) await migrate(config)
   const services: Service[] = []
   const ctx: RoleContext = {}
   const needsSimulator =
