@@ -7,6 +7,7 @@ import { migrate } from './commands/migrate.js'
 import { rulesCommand } from './commands/rules.js'
 import { simulate } from './commands/simulate.js'
 import { parseRoles, start } from './commands/start.js'
+import { webhooksCommand } from './commands/webhooks.js'
 import { err, UsageError } from './output.js'
 
 const HELP = `threadline — keeps whole conversations from X
@@ -21,6 +22,8 @@ usage: threadline <command> [options]
                                    run roles in this process (default: all; the simulator too when
                                    UPSTREAM_URL is unset); --demo is what "pnpm start" runs
   simulate                         run the synthetic X upstream alone
+  webhooks failures [--app ID]     list parked webhook deliveries (one JSON object per line)
+  webhooks replay ID…              re-send parked deliveries
 
 Configuration comes from the environment (see README, "Configuration").`
 
@@ -70,6 +73,8 @@ async function main(argv: string[]): Promise<void> {
       })
     case 'simulate':
       return simulate(config, logger)
+    case 'webhooks':
+      return webhooksCommand(config, logger, args, values)
     default:
       throw new UsageError(`unknown command "${command}"\n\n${HELP}`)
   }

@@ -2,6 +2,7 @@ import type { Config } from '@threadline/config'
 import { openServiceDb } from '@threadline/db'
 import type { Logger } from '@threadline/logger'
 import { createRedis } from '@threadline/queue'
+import { activityOptionsFromConfig } from './activity/options.js'
 import { buildServer, type ApiServer } from './server.js'
 import { filteredStreamOptions, registerFilteredStream } from './stream/index.js'
 
@@ -46,6 +47,7 @@ export async function apiFromConfig(config: Config, logger: Logger): Promise<Api
       bodyLimit: config.API_BODY_LIMIT_BYTES,
       tokenCacheMs: config.API_TOKEN_CACHE_MS,
       tokenSecret: config.API_TOKEN_SECRET,
+      activity: activityOptionsFromConfig(config),
     },
   })
   registerFilteredStream(server.app, { db, redis, logger, options: filteredStreamOptions(config) })

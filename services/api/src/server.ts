@@ -20,6 +20,7 @@ import {
 } from './errors.js'
 import { createOpenApi } from './openapi.js'
 import { createPageTokens } from './page-token.js'
+import { registerActivityRoutes } from './activity/routes.js'
 import { registerRoutes } from './routes.js'
 
 import type { ApiDeps, AuthedApp } from './types.js'
@@ -196,6 +197,7 @@ export function buildServer(deps: ApiDeps): ApiServer {
   app.addHook('onRoute', openApi.onRoute)
   const ctx = { db, log, options, now, pageTokens }
   registerRoutes(app, ctx)
+  registerActivityRoutes(app, ctx, { redis, prefix: options.prefix, options: options.activity })
 
   app.get('/health', async () => ({ status: 'ok' }))
   app.get('/ready', async (_request, reply) => {

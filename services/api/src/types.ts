@@ -2,6 +2,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { Db } from '@threadline/db'
 import type { Logger } from '@threadline/logger'
 import type { Redis } from '@threadline/queue'
+import type { ActivityApiOptions } from './activity/options.js'
 import type { PageTokens } from './page-token.js'
 import type { EndpointParams, ParsedParams } from './params.js'
 
@@ -20,6 +21,8 @@ export interface ApiOptions {
   tokenSecret: string
   /** The clock, for tests of time windows. */
   now?: () => Date
+  /** Activity subscriptions, webhooks and the activity stream (defaults when absent). */
+  activity?: Partial<ActivityApiOptions>
 }
 
 export interface ApiDeps {

@@ -1,6 +1,7 @@
 import type { Config } from '@threadline/config'
 import { addRules, createDb, demoApp, sql } from '@threadline/db'
 import { apiFromConfig } from '@threadline/api'
+import { deliveryFromConfig } from '@threadline/delivery'
 import { ingestFromConfig } from '@threadline/ingest'
 import type { Logger } from '@threadline/logger'
 import { closeRedis, createQueue, createRedis } from '@threadline/queue'
@@ -32,6 +33,7 @@ export const ROLES: Record<string, RoleFactory> = {
         : {},
     ),
   writer: (config, logger) => writerFromConfig(config, logger.child({ role: 'writer' })),
+  delivery: (config, logger) => deliveryFromConfig(config, logger.child({ role: 'delivery' })),
 }
 
 export function parseRoles(value: string | undefined): string[] {
