@@ -93,7 +93,8 @@ export function deriveCandidates(
     }
   }
   for (const c of changes) {
-    const source = `user:${c.id}:${c.before.name}\u0000${c.before.username}\u0000${c.after.name}\u0000${c.after.username}`
+    // Postgres text cannot hold NUL, so the names are joined as JSON.
+    const source = `user:${c.id}:${JSON.stringify([c.before.name, c.before.username, c.after.name, c.after.username])}`
     if (c.before.name !== c.after.name) {
       out.push({
         event_type: 'profile.update.screenname',
