@@ -106,6 +106,8 @@ describe('twitter-api-sdk tweets.searchStream', () => {
     })()
     await waitFor('the stream connected', () => api.stream.registry.connections(app.appId).size)
     const { root, reply } = await storeMix('sdktag')
+    // A deadline, so that a missing Post fails the test instead of hanging it.
+    await waitFor('two Posts through the sdk', () => got.length >= 2)
     await reading
     expect(got.map((t) => t.data?.id)).toEqual([root.id, reply.id])
     expect(got[0]!.matching_rules).toEqual([{ id: app.ruleIds.get('#sdktag'), tag: '' }])
