@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs'
+import { existsSync, readFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { Ajv, type ValidateFunction } from 'ajv'
@@ -23,6 +23,12 @@ function schemaValidator(name: string): ValidateFunction {
   let validate = compiled.get(name)
   if (validate) return validate
   if (!ajv) {
+    if (!existsSync(X_OPENAPI)) {
+      throw new Error(
+        `X's OpenAPI document is not at ${X_OPENAPI}: the response-shape checks need the shared/ ` +
+          'folder (with x-api-v2-openapi.json) beside the repository checkout, as CI lays it out.',
+      )
+    }
     const doc = JSON.parse(readFileSync(X_OPENAPI, 'utf8')) as {
       components: { schemas: Record<string, { required?: string[] }> }
     }
