@@ -1,0 +1,103 @@
+import type { MemorySample } from './stack.js'
+
+/** What a fault run found, printed as the summary table (and kept for the closing note). */
+export interface FaultResult {
+  name: string
+  ok: boolean
+  /** From the fault until every Post sent before it was stored (or the error). */
+  recoveredMs?: number
+  detail?: string
+}
+
+export interface MemoryRow {
+  name: string
+  start: MemorySample
+  end: MemorySample
+  bound?: number
+}
+
+export interface ChaosSummary {
+  faults: FaultResult[]
+  posts?: { sent: number; stored: number; duplicated: number; lost: number; rows: number }
+  requests?: Record<string, number>
+  stream?: { posts: number; connects: number }
+  memory: MemoryRow[]
+}
+
+const mb = (bytes: number | undefined) =>
+  bytes === undefined ? '-' : `${(bytes / 1024 / 1024).toFixed(0)} MB`
+
+function table(rows: string[][]): string {
+  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? '').length)))
+  return rows.map((r) => r.map((c, i) => c.padEnd(widths[i]!)).join('  ')).join('\n')
+}
+
+export function formatSummary(s: ChaosSummary): string {
+  const survived = s.faults.filter((f) => f.ok).length
+  const out: string[] = [
+    '',
+    `Threadline chaos suite: ${survived}/${s.faults.length} faults survived`,
+    '',
+    table([
+      ['fault', 'outcome', 'recovered in', 'detail'],
+      ...s.faults.map((f) => [
+        f.name,
+        f.ok ? 'survived' : 'FAILED',
+        f.recoveredMs === undefined ? '-' : `${(f.recoveredMs / 1000).toFixed(1)} s`,
+        f.detail ?? '',
+      ]),
+    ]),
+    '',
+  ]
+  if (s.posts) {
+    out.push(
+      table([
+        ['Posts', 'sent', 'stored', 'duplicated', 'lost', 'rows in posts'],
+        [
+          '',
+          String(s.posts.sent),
+          String(s.posts.stored),
+          String(s.posts.duplicated),
+          String(s.posts.lost),
+          `${s.posts.rows} (with backfilled history and included Posts)`,
+        ],
+      ]),
+      '',
+    )
+  }
+  if (s.requests) {
+    const keys = Object.keys(s.requests).sort()
+    out.push(
+      table([
+        ['API requests', ...keys, 'total'],
+        [
+          '',
+          ...keys.map((k) => String(s.requests![k])),
+          String(Object.values(s.requests).reduce((a, b) => a + b, 0)),
+        ],
+      ]),
+    )
+    if (s.stream)
+      out.push(
+        `stream client: ${s.stream.posts} Posts received over ${s.stream.connects} connection(s)`,
+      )
+    out.push('')
+  }
+  if (s.memory.length > 0) {
+    out.push(
+      table([
+        ['process', 'rss start', 'rss end', 'bound', 'heap start', 'heap end'],
+        ...s.memory.map((m) => [
+          m.name,
+          mb(m.start.rss),
+          mb(m.end.rss),
+          mb(m.bound),
+          mb(m.start.heapUsed),
+          mb(m.end.heapUsed),
+        ]),
+      ]),
+      '',
+    )
+  }
+  return out.join('\n')
+}
