@@ -62,6 +62,7 @@ export function startSearchPoller(options: {
   intervalMs: number
 }): Poller {
   let stopped = false
+  const startedAt = Date.now()
   const newest = new Map<string, string>()
   const seen = new Set<string>()
   const visibility: Poller['visibility'] = []
@@ -88,7 +89,8 @@ export function startSearchPoller(options: {
               // Only Posts made after polling began say something about pipeline latency (backfilled
               // history is old by design).
               const created = snowflakeTime(id)?.getTime()
-              if (since && created !== undefined) visibility.push({ at: now, ms: now - created })
+              if (since && created !== undefined && created >= startedAt)
+                visibility.push({ at: now, ms: now - created })
             }
             if (body.meta?.newest_id) newest.set(query, body.meta.newest_id)
           } else if (res.status === 200 && !since) {
@@ -115,6 +117,8 @@ export function startSearchPoller(options: {
 
 export interface StreamReader {
   ids: Set<string>
+  /** From each new Post's creation (its snowflake time) to its arrival here, with the arrival time. */
+  latency: Array<{ at: number; ms: number }>
   connects: number
   disconnects: number
   stop(): Promise<void>
@@ -133,11 +137,13 @@ export function startStreamReader(options: {
 }): StreamReader {
   const reader: StreamReader = {
     ids: new Set(),
+    latency: [],
     connects: 0,
     disconnects: 0,
     stop: async () => {},
   }
   let stopped = false
+  const startedAt = Date.now()
   let current: http.ClientRequest | undefined
   const once = () =>
     new Promise<void>((resolve) => {
@@ -164,7 +170,16 @@ export function startStreamReader(options: {
               if (!line) continue
               try {
                 const msg = JSON.parse(line) as { data?: { id?: string } }
-                if (msg.data?.id) reader.ids.add(msg.data.id)
+                const id = msg.data?.id
+                if (id && !reader.ids.has(id)) {
+                  reader.ids.add(id)
+                  const created = snowflakeTime(id)?.getTime()
+                  // Backfilled history is old by design; only Posts made since we began count.
+                  if (created !== undefined && created >= startedAt) {
+                    const now = Date.now()
+                    reader.latency.push({ at: now, ms: now - created })
+                  }
+                }
               } catch {
                 // Not our concern here: the stream tests check framing.
               }
