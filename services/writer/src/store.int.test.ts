@@ -77,7 +77,16 @@ describe('storeBatch', () => {
     const before = await snapshot(env.db)
     const second = await storeLines(env.db, lines, observed(1), 'test')
     expect(first.inserted).toBe(50)
-    expect(second).toEqual({ inserted: 0, updated: 0, users: 0, rejects: 0 })
+    expect(second).toEqual({ inserted: 0, updated: 0, users: 0, rejects: 0, fresh: [] })
+    // What the first call stored is ready to publish from memory: one entry per new Post.
+    expect(first.fresh).toHaveLength(1)
+    expect(first.fresh[0]!.entries.map((e) => e.id).sort()).toEqual(
+      [...first.fresh[0]!.payload.post_ids].sort(),
+    )
+    expect(JSON.parse(first.fresh[0]!.entries[0]!.body)).toMatchObject({
+      data: { id: expect.any(String) },
+      author: { id: expect.any(String) },
+    })
     expect(await snapshot(env.db)).toEqual(before)
     const outbox = await env.db.selectFrom('outbox').select('payload').execute()
     expect(outbox).toHaveLength(1)

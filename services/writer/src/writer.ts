@@ -1,5 +1,13 @@
-import { isDataError, relayOutbox, storeBatch, type Db, type StoreResult } from '@threadline/db'
-import { normalizeLines } from '@threadline/domain'
+import {
+  deleteOutbox,
+  isDataError,
+  relayOutbox,
+  storeBatch,
+  type Db,
+  type OutboxPayload,
+  type StoreResult,
+} from '@threadline/db'
+import { normalizeLines, type NormalizedBatch } from '@threadline/domain'
 import type { Logger } from '@threadline/logger'
 import {
   closeRedis,
@@ -37,33 +45,99 @@ export interface WriterDeps {
 }
 
 export interface Writer extends Service {
-  /** Relays outbox rows to the `stored` stream now; resolves when the outbox is drained. */
+  /** Relays every outbox row to the `stored` stream now; resolves when the outbox is drained. */
   relay(): Promise<number>
 }
 
 const RELAY_BATCH = 50
+/** Outbox rows younger than this are being published by their own writer (the fast path). */
+const RELAY_MIN_AGE_MS = 5_000
+
+/** What a call newly stored, ready to publish: the stream entries of each outbox row it wrote. */
+export interface FreshOutbox {
+  id: string
+  payload: OutboxPayload
+  entries: StoredEntry[]
+}
+
+export interface StoredLines extends Omit<StoreResult, 'outbox'> {
+  fresh: FreshOutbox[]
+}
+
+/** Stream entries for stored Posts (with their author) and user changes. */
+function streamEntries(
+  posts: Iterable<{ id: string; post: unknown; author: unknown }>,
+  payloads: readonly OutboxPayload[],
+): StoredEntry[] {
+  const entries: StoredEntry[] = []
+  for (const p of posts) {
+    entries.push({
+      type: 'post',
+      id: p.id,
+      body: JSON.stringify({ data: p.post, author: p.author ?? undefined }),
+    })
+  }
+  for (const payload of payloads) {
+    for (const change of payload.user_changes) {
+      entries.push({ type: 'user_change', id: change.id, body: JSON.stringify(change) })
+    }
+  }
+  return entries
+}
+
+/** The entries of one outbox row, from the batch still in memory (no read back from Postgres). */
+function freshFromMemory(batch: NormalizedBatch, outbox: StoreResult['outbox']): FreshOutbox[] {
+  if (outbox.length === 0) return []
+  const posts = new Map(batch.posts.map((p) => [p.id, p]))
+  const users = new Map(batch.users.map((u) => [u.id, u.raw]))
+  return outbox.map(({ id, payload }) => ({
+    id,
+    payload,
+    entries: streamEntries(
+      payload.post_ids.flatMap((postId) => {
+        const row = posts.get(postId)
+        return row
+          ? [
+              {
+                id: postId,
+                post: row.raw,
+                author: row.author_id ? users.get(row.author_id) : undefined,
+              },
+            ]
+          : []
+      }),
+      [payload],
+    ),
+  }))
+}
 
 /**
  * Stores a batch; if Postgres refuses some row as data (a value out of range, say), splits the
  * lines in halves until the offending lines are alone, and keeps each of those in ingest_rejects
  * with Postgres's reason. The rest of the batch is stored. Transient errors propagate, so BullMQ
- * retries the whole job with backoff.
+ * retries the whole job with backoff. Returns what was newly stored, for publishing after commit.
  */
 export async function storeLines(
   db: Db,
   lines: readonly string[],
   observedAt: string,
   source: string,
-): Promise<StoreResult> {
+): Promise<StoredLines> {
   const batch = normalizeLines(lines, observedAt)
   try {
-    return await storeBatch(db, batch, source)
+    const { outbox, ...result } = await storeBatch(db, batch, source)
+    return { ...result, fresh: freshFromMemory(batch, outbox) }
   } catch (err) {
     if (!isDataError(err)) throw err
     if (lines.length === 1) {
       const reason = `refused by Postgres: ${(err as Error).message}`
       const raw = lines[0]!.replaceAll('\u0000', '\\u0000')
-      return storeBatch(db, { posts: [], users: [], rejects: [{ reason, raw }], empty: 0 }, source)
+      const { outbox: _none, ...result } = await storeBatch(
+        db,
+        { posts: [], users: [], rejects: [{ reason, raw }], empty: 0 },
+        source,
+      )
+      return { ...result, fresh: [] }
     }
     const mid = Math.ceil(lines.length / 2)
     const a = await storeLines(db, lines.slice(0, mid), observedAt, source)
@@ -73,6 +147,7 @@ export async function storeLines(
       updated: a.updated + b.updated,
       users: a.users + b.users,
       rejects: a.rejects + b.rejects,
+      fresh: [...a.fresh, ...b.fresh],
     }
   }
 }
@@ -85,29 +160,47 @@ export function createWriter(deps: WriterDeps): Writer {
 
   let relaying: Promise<number> | undefined
   let relayAgain = false
-  const relayOnce = async (): Promise<number> => {
+  const publish = async (entries: StoredEntry[], payloads: OutboxPayload[]) => {
+    await publishStored(redis, prefix, entries, options.streamRetentionMs)
+    await enqueueActivity(activity, payloads)
+  }
+  const relayOnce = async (minAgeMs: number): Promise<number> => {
     let total = 0
     for (;;) {
-      const n = await relayOutbox(db, RELAY_BATCH, async (batch) => {
-        const entries: StoredEntry[] = batch.posts.map((p) => ({
-          type: 'post',
-          id: p.id,
-          body: JSON.stringify({ data: p.post, author: p.author ?? undefined }),
-        }))
-        for (const payload of batch.payloads) {
-          for (const change of payload.user_changes) {
-            entries.push({ type: 'user_change', id: change.id, body: JSON.stringify(change) })
-          }
-        }
-        await publishStored(redis, prefix, entries, options.streamRetentionMs)
-        await enqueueActivity(activity, batch.payloads)
-      })
+      const n = await relayOutbox(
+        db,
+        RELAY_BATCH,
+        (batch) => publish(streamEntries(batch.posts, batch.payloads), batch.payloads),
+        { minAgeMs },
+      )
       total += n
       if (n < RELAY_BATCH) return total
     }
   }
-  /** One relay at a time per process; a request during a run schedules one more run. */
-  const relay = (): Promise<number> => {
+  /**
+   * The fast path: right after commit, publish what a job newly stored from memory and drop its
+   * outbox rows. If this fails (or the process dies first), the rows stay for the relay.
+   */
+  const publishFresh = async (fresh: FreshOutbox[]) => {
+    if (fresh.length === 0) return
+    try {
+      await publish(
+        fresh.flatMap((f) => f.entries),
+        fresh.map((f) => f.payload),
+      )
+      await deleteOutbox(
+        db,
+        fresh.map((f) => f.id),
+      )
+    } catch (err) {
+      log.warn({ err }, 'publishing after commit failed; the relay will publish from the outbox')
+    }
+  }
+  /**
+   * One relay at a time per process; a request during a run schedules one more run. The periodic
+   * pass leaves rows younger than RELAY_MIN_AGE_MS to the writer that is publishing them.
+   */
+  const relay = (minAgeMs = 0): Promise<number> => {
     if (relaying) {
       relayAgain = true
       return relaying
@@ -116,7 +209,7 @@ export function createWriter(deps: WriterDeps): Writer {
       let total = 0
       do {
         relayAgain = false
-        total += await relayOnce()
+        total += await relayOnce(minAgeMs)
       } while (relayAgain)
       return total
     })().finally(() => {
@@ -124,8 +217,8 @@ export function createWriter(deps: WriterDeps): Writer {
     })
     return relaying
   }
-  const relaySafely = () =>
-    relay().catch((err: unknown) => {
+  const relaySafely = (minAgeMs = 0) =>
+    relay(minAgeMs).catch((err: unknown) => {
       log.warn({ err }, 'relay failed; the outbox keeps the rows for the next pass')
       return 0
     })
@@ -142,7 +235,8 @@ export function createWriter(deps: WriterDeps): Writer {
     }
     const { lines, observed_at: observedAt, source } = parsed.data
     const started = performance.now()
-    const result = await storeLines(db, lines, observedAt, source)
+    const { fresh, ...result } = await storeLines(db, lines, observedAt, source)
+    await publishFresh(fresh)
     log.debug(
       {
         jobId: job.id,
@@ -152,7 +246,6 @@ export function createWriter(deps: WriterDeps): Writer {
       },
       'batch stored',
     )
-    void relaySafely()
     return { ...result, lines: lines.length }
   }
 
@@ -169,14 +262,14 @@ export function createWriter(deps: WriterDeps): Writer {
   let timer: NodeJS.Timeout | undefined
   const tick = () => {
     timer = setTimeout(() => {
-      void relaySafely().finally(() => {
+      void relaySafely(RELAY_MIN_AGE_MS).finally(() => {
         if (timer) tick()
       })
     }, options.relayIntervalMs ?? 1_000)
   }
 
   return {
-    relay,
+    relay: () => relay(),
     async start() {
       void worker.run().catch((err: unknown) => log.error({ err }, 'worker stopped'))
       await worker.waitUntilReady()

@@ -25,16 +25,17 @@ export async function relayOutbox(
   db: Db,
   limit: number,
   publish: (batch: OutboxBatch) => Promise<void>,
+  { minAgeMs = 0 }: { minAgeMs?: number } = {},
 ): Promise<number> {
   return db.transaction().execute(async (trx) => {
-    const rows = await trx
-      .selectFrom('outbox')
-      .select(['id', 'payload'])
-      .orderBy('id')
-      .limit(limit)
-      .forUpdate()
-      .skipLocked()
-      .execute()
+    let query = trx.selectFrom('outbox').select(['id', 'payload'])
+    // Rows younger than this are left to the writer that wrote them (it publishes from memory).
+    if (minAgeMs > 0) {
+      query = query.where(
+        sql<boolean>`created_at < now() - make_interval(secs => ${minAgeMs / 1000})`,
+      )
+    }
+    const rows = await query.orderBy('id').limit(limit).forUpdate().skipLocked().execute()
     if (rows.length === 0) return 0
     const postIds = rows.flatMap((r) => r.payload.post_ids)
     const posts =
@@ -59,4 +60,10 @@ export async function relayOutbox(
       .execute()
     return rows.length
   })
+}
+
+/** Deletes outbox rows once their contents were published by the writer that wrote them. */
+export async function deleteOutbox(db: Db, ids: readonly string[]): Promise<void> {
+  if (ids.length === 0) return
+  await db.deleteFrom('outbox').where('id', 'in', ids).execute()
 }

@@ -1,6 +1,7 @@
 import { sql } from 'kysely'
 import type { NormalizedBatch } from '@threadline/domain'
 import type { Db } from '../connect.js'
+import type { OutboxPayload } from '../tables/index.js'
 
 export interface StoreResult {
   /** Posts stored for the first time. */
@@ -9,6 +10,11 @@ export interface StoreResult {
   updated: number
   users: number
   rejects: number
+  /**
+   * The outbox row this statement wrote (none when it stored nothing new), so the writer can
+   * publish it from memory right after commit and delete it; the relay covers a crash in between.
+   */
+  outbox: Array<{ id: string; payload: OutboxPayload }>
 }
 
 /**
@@ -29,12 +35,19 @@ export async function storeBatch(
   source: string,
 ): Promise<StoreResult> {
   if (batch.posts.length === 0 && batch.users.length === 0 && batch.rejects.length === 0) {
-    return { inserted: 0, updated: 0, users: 0, rejects: 0 }
+    return { inserted: 0, updated: 0, users: 0, rejects: 0, outbox: [] }
   }
   const posts = JSON.stringify(batch.posts)
   const users = JSON.stringify(batch.users)
   const rejects = JSON.stringify(batch.rejects)
-  const { rows } = await sql<{ inserted: string; updated: string; users: string; rejects: string }>`
+  const { rows } = await sql<{
+    outbox_id: string | null
+    outbox_payload: OutboxPayload | null
+    inserted: string
+    updated: string
+    users: string
+    rejects: string
+  }>`
     WITH
     p_in AS (
       SELECT * FROM jsonb_to_recordset(${posts}::jsonb) AS x(
@@ -126,8 +139,11 @@ export async function storeBatch(
             'after', jsonb_build_object('name', name, 'username', username)) ORDER BY id)
           FROM user_changes), '[]'::jsonb))
       WHERE EXISTS (SELECT 1 FROM new_posts) OR EXISTS (SELECT 1 FROM user_changes)
+      RETURNING id, payload
     )
     SELECT
+      (SELECT id::text FROM ob) AS outbox_id,
+      (SELECT payload FROM ob) AS outbox_payload,
       (SELECT count(*) FROM new_posts) AS inserted,
       (SELECT count(*) FROM p_up WHERE NOT inserted) AS updated,
       (SELECT count(*) FROM u_up) AS users,
@@ -139,5 +155,9 @@ export async function storeBatch(
     updated: Number(row.updated),
     users: Number(row.users),
     rejects: Number(row.rejects),
+    outbox:
+      row.outbox_id && row.outbox_payload
+        ? [{ id: row.outbox_id, payload: row.outbox_payload }]
+        : [],
   }
 }

@@ -1,0 +1,39 @@
+import { randomBytes } from 'node:crypto'
+import { createDb, createSchema, dropSchema, migrateToLatest, withSearchPath, type Db } from '@threadline/db'
+import { resolveTestServices, type TestServices } from '@threadline/testing'
+
+export interface BenchEnv {
+  services: TestServices
+  databaseUrl: string
+  redisUrl: string
+  schema: string
+  prefix: string
+  db: Db
+  close(): Promise<void>
+}
+
+/** A fresh migrated schema and Redis prefix for one benchmark run (found as the tests find them). */
+export async function benchEnv(name: string): Promise<BenchEnv> {
+  const services = await resolveTestServices()
+  const id = `${name}_${randomBytes(3).toString('hex')}`
+  const schema = `bench_${id}`
+  await createSchema(services.databaseUrl, schema)
+  const databaseUrl = withSearchPath(services.databaseUrl, schema)
+  const db = createDb({ url: databaseUrl, poolMax: 4, applicationName: `bench-${name}` })
+  await migrateToLatest(db)
+  return {
+    services,
+    databaseUrl,
+    redisUrl: services.redisUrl,
+    schema,
+    prefix: `tl-bench-${id}`,
+    db,
+    async close() {
+      await db.destroy()
+      await dropSchema(services.databaseUrl, schema)
+      await services.stop()
+    },
+  }
+}
+
+export const log = (line: string) => process.stderr.write(`${line}\n`)
