@@ -15,9 +15,9 @@ import {
 } from '@threadline/db'
 import { isId } from '@threadline/domain'
 import {
+  activityStreamKey,
   createConnectionSlots,
   readActivity,
-  recentActivity,
   type ActivityReader,
   type Redis,
 } from '@threadline/queue'
@@ -363,8 +363,8 @@ export function registerActivityRoutes(
         held.set(conn, [])
         conn.onClose(() => held.delete(conn))
         try {
-          const past = await recentActivity(deps.redis, deps.prefix, appId, backfill * 60_000)
-          for (const e of past) conn.send(e.body)
+          const past = await backfillActivity(deps.redis, deps.prefix, appId, backfill * 60_000)
+          for (const body of past) if (!conn.send(body)) break
         } catch (err) {
           log.warn({ err }, 'activity backfill failed; continuing live')
         }
@@ -374,4 +374,37 @@ export function registerActivityRoutes(
       return undefined
     },
   )
+}
+
+/**
+ * One app's event lines of the last `sinceMs`, oldest first. The activity stream holds every app's
+ * events, so the window is read page by page to its end: a single capped read would stop inside a
+ * busy window and leave a gap before the live events (which are held from just before this read).
+ * Past `limit` lines for the app, the oldest are dropped, keeping the replay contiguous with live.
+ */
+export async function backfillActivity(
+  redis: Redis,
+  prefix: string,
+  appId: string,
+  sinceMs: number,
+  { page = 2_000, limit = 10_000 }: { page?: number; limit?: number } = {},
+): Promise<string[]> {
+  const key = activityStreamKey(prefix)
+  const out: string[] = []
+  let start = `${Date.now() - sinceMs}-0`
+  for (;;) {
+    const raw = (await redis.xrange(key, start, '+', 'COUNT', page)) as Array<[string, string[]]>
+    for (const [, fields] of raw) {
+      let app: string | undefined
+      let body: string | undefined
+      for (let i = 0; i + 1 < fields.length; i += 2) {
+        if (fields[i] === 'app') app = fields[i + 1]
+        else if (fields[i] === 'body') body = fields[i + 1]
+      }
+      if (app === appId && body !== undefined) out.push(body)
+    }
+    if (out.length > limit) out.splice(0, out.length - limit)
+    if (raw.length < page) return out
+    start = `(${raw[raw.length - 1]![0]}`
+  }
 }
