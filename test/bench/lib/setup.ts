@@ -1,5 +1,12 @@
 import { randomBytes } from 'node:crypto'
-import { createDb, createSchema, dropSchema, migrateToLatest, withSearchPath, type Db } from '@threadline/db'
+import {
+  createDb,
+  createSchema,
+  dropSchema,
+  migrateToLatest,
+  withSearchPath,
+  type Db,
+} from '@threadline/db'
 import { resolveTestServices, type TestServices } from '@threadline/testing'
 
 export interface BenchEnv {
