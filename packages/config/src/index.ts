@@ -82,6 +82,26 @@ function url(
     })
 }
 
+/** `host:port,host:port` → seeds; unset or empty → undefined (one Redis server, REDIS_URL). */
+const clusterNodes = z
+  .string()
+  .trim()
+  .optional()
+  .transform((value, ctx) => {
+    if (value === undefined || value === '') return undefined
+    const nodes: Array<{ host: string; port: number }> = []
+    for (const part of value.split(',').map((p) => p.trim())) {
+      const m = /^(\[[0-9a-fA-F:.]+\]|[^\s:[\]]+):(\d{1,5})$/.exec(part)
+      const port = m ? Number(m[2]) : NaN
+      if (!m || port < 1 || port > 65535) {
+        ctx.addIssue({ code: 'custom', message: `expected host:port[,host:port…], got "${part}"` })
+        return z.NEVER
+      }
+      nodes.push({ host: m[1]!.replace(/^\[|\]$/g, ''), port })
+    }
+    return nodes
+  })
+
 /**
  * Every environment variable Threadline reads, with its default. Defaults work on a machine with
  * Postgres and Redis on their standard local ports. The README's configuration table mirrors this.
@@ -205,6 +225,11 @@ export const envSchema = z.object({
   WEBHOOK_CRC_MAX_FAILURES: int(3, 1, 100),
   /** How often delivery looks for webhooks with events and no sender (recovery after a crash). */
   WEBHOOK_SWEEP_MS: int(2_000, 10, 600_000),
+  // --- beyond one machine (issue 8): Redis Cluster, a Postgres read replica for the API ---
+  /** Seeds of a Redis Cluster (`host:port,host:port`); set → cluster mode, REDIS_URL lends auth/TLS. */
+  REDIS_CLUSTER_NODES: clusterNodes,
+  /** A streaming replica the API reads Posts from (lookup, search, counts); unset → DATABASE_URL. */
+  DATABASE_READ_URL: url(undefined, ['postgres:', 'postgresql:']),
 })
 
 export type Config = z.output<typeof envSchema>

@@ -1,5 +1,5 @@
 import type { Queue } from 'bullmq'
-import type { Redis } from 'ioredis'
+import { duplicateRedis, type Redis } from './connection.js'
 import { z } from 'zod'
 import type { Logger } from '@threadline/logger'
 import { createQueue } from './queues.js'
@@ -145,10 +145,7 @@ export function readActivity(
 ): ActivityReader {
   const key = activityStreamKey(prefix)
   const log = logger?.child({ component: 'activity-reader' })
-  const conn = redis.duplicate({
-    maxRetriesPerRequest: null,
-    connectionName: 'threadline:activity-reader',
-  })
+  const conn = duplicateRedis(redis, 'activity-reader')
   conn.on('error', (err) => log?.debug({ err }, 'activity reader connection error'))
   let closed = false
   let lastId: string | undefined

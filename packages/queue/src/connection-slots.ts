@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto'
-import type { Redis } from 'ioredis'
+import { isCluster, type Redis } from './connection.js'
 import type { Logger } from '@threadline/logger'
 
 /*
@@ -47,13 +47,20 @@ export function createConnectionSlots(
   const refresh = async () => {
     if (held.size === 0) return
     const expiry = Date.now() + ttlMs
-    const pipeline = redis.pipeline()
-    for (const [key, members] of held) {
-      for (const m of members) pipeline.zadd(key, 'XX', expiry, m)
-      pipeline.pexpire(key, ttlMs * 2)
-    }
-    const results = await pipeline.exec()
-    const failed = results?.find(([err]) => err)
+    // A cluster pipeline must stay within one slot, and each group's key hashes on its own: there,
+    // one pipeline per key (run together); on one server, one pipeline for all.
+    const groups = isCluster(redis) ? [...held].map((entry) => [entry]) : [[...held]]
+    const outcomes = await Promise.all(
+      groups.map((entries) => {
+        const pipeline = redis.pipeline()
+        for (const [key, members] of entries) {
+          for (const m of members) pipeline.zadd(key, 'XX', expiry, m)
+          pipeline.pexpire(key, ttlMs * 2)
+        }
+        return pipeline.exec()
+      }),
+    )
+    const failed = outcomes.flatMap((results) => results ?? []).find(([err]) => err)
     if (failed) throw failed[0]
   }
   const timer = setInterval(

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto'
-import type { Redis } from 'ioredis'
+import type { Redis } from './connection.js'
 import type { Logger } from '@threadline/logger'
 
 // Compare-and-act scripts: only the holder's token may extend or delete the key.

@@ -1,5 +1,5 @@
 import { Queue, Worker, UnrecoverableError, type JobsOptions, type Processor } from 'bullmq'
-import type { Redis } from 'ioredis'
+import { isCluster, type Redis } from './connection.js'
 import { z } from 'zod'
 import type { Logger } from '@threadline/logger'
 
@@ -99,13 +99,33 @@ export interface QueueDeps {
   logger: Logger
 }
 
+/** True when `key` has a Redis Cluster hash tag: a non-empty `{…}`, the first `{` to the next `}`. */
+export function hasHashTag(key: string): boolean {
+  const open = key.indexOf('{')
+  if (open < 0) return false
+  const close = key.indexOf('}', open + 1)
+  return close > open + 1
+}
+
+/**
+ * The BullMQ prefix of a queue. BullMQ's scripts touch many keys of one queue at once, which a
+ * Redis Cluster allows only within one hash slot. On a cluster each queue therefore gets its own
+ * hash tag, `<prefix>:{<queue>}` (keys `threadline:{posts}:posts:wait`, …): a queue's keys share a
+ * slot while different queues spread over the nodes. A prefix that already holds a hash tag is kept
+ * as it is (the operator chose one slot for everything). One server: the prefix, unchanged.
+ */
+export function queuePrefix(prefix: string, name: QueueName, connection: Redis): string {
+  if (!isCluster(connection) || hasHashTag(prefix)) return prefix
+  return `${prefix}:{${QUEUES[name].name}}`
+}
+
 export function createQueue<T = unknown, R = unknown>(
   name: QueueName,
   deps: QueueDeps,
 ): Queue<T, R> {
   const queue = new Queue<T, R>(QUEUES[name].name, {
     connection: deps.connection,
-    prefix: deps.prefix,
+    prefix: queuePrefix(deps.prefix, name, deps.connection),
     defaultJobOptions: QUEUES[name].jobOptions,
   })
   const log = deps.logger.child({ component: 'queue', queue: name })
@@ -128,7 +148,7 @@ export function createWorker<T, R>(
 ): Worker<T, R> {
   const worker = new Worker<T, R>(QUEUES[name].name, processor, {
     connection: deps.connection,
-    prefix: deps.prefix,
+    prefix: queuePrefix(deps.prefix, name, deps.connection),
     concurrency: options.concurrency,
     lockDuration: options.lockDuration,
     stalledInterval: options.stalledInterval,

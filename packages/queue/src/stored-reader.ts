@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis'
+import { duplicateRedis, type Redis } from './connection.js'
 import type { Logger } from '@threadline/logger'
 import { storedStreamKey, type StoredEntry } from './stored-stream.js'
 
@@ -62,10 +62,7 @@ export function readStored(redis: Redis, options: StoredReaderOptions): StoredRe
   const log = options.logger?.child({ component: 'stored-reader' })
   const blockMs = options.blockMs ?? 5_000
   // Blocking reads wait forever for a reconnect (worker-style), never failing fast.
-  const conn = redis.duplicate({
-    maxRetriesPerRequest: null,
-    connectionName: 'threadline:stored-reader',
-  })
+  const conn = duplicateRedis(redis, 'stored-reader')
   conn.on('error', (err) => log?.debug({ err }, 'stored reader connection error'))
   let closed = false
   let lastId = '0-0'

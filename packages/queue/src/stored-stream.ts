@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis'
+import type { Redis } from './connection.js'
 
 /** The Redis Stream of what the writer newly stored (design.md §1, step 5). */
 export function storedStreamKey(prefix: string): string {

@@ -1,5 +1,5 @@
 import { QueueEvents, type Queue } from 'bullmq'
-import type { Redis } from 'ioredis'
+import type { Redis } from './connection.js'
 
 export interface TrackedOutcome<R> {
   id: string

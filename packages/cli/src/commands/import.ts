@@ -56,7 +56,7 @@ export async function importFiles(
   } finally {
     await db.destroy()
   }
-  const redis = createRedis(config.REDIS_URL, 'worker', 'import')
+  const redis = createRedis(config, 'worker', 'import')
   const queue = createQueue<PostsJob, PostsJobResult>('posts', {
     connection: redis,
     prefix: config.QUEUE_PREFIX,

@@ -93,7 +93,7 @@ export async function webhooksCommand(
       for (const f of await webhookFailures(db, values.app)) out(JSON.stringify(f))
       return
     }
-    const redis = createRedis(config.REDIS_URL, 'producer', 'cli')
+    const redis = createRedis(config, 'producer', 'cli')
     try {
       out(JSON.stringify(await replayWebhooks(db, redis, config.QUEUE_PREFIX, logger, rest)))
     } finally {
