@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { LineSplitter } from './lines.js'
+import { LineSplitter, LineTooLongError } from './lines.js'
 
 describe('LineSplitter', () => {
   it('splits on \\r\\n and keeps blank keep-alive lines', () => {
@@ -27,5 +27,25 @@ describe('LineSplitter', () => {
     const out: string[] = []
     for (let i = 0; i < bytes.length; i++) out.push(...s.push(bytes.subarray(i, i + 1)))
     expect(out).toEqual(['{"t":"héllo 🧵"}'])
+  })
+})
+
+describe('LineSplitter bounds', () => {
+  it('assembles a long line from many small chunks, and a \\r\\n split across chunks', () => {
+    const splitter = new LineSplitter()
+    const line = 'x'.repeat(10_000)
+    const out: string[] = []
+    for (let i = 0; i < line.length; i += 7) out.push(...splitter.push(line.slice(i, i + 7)))
+    out.push(...splitter.push('\r'))
+    expect(out).toEqual([])
+    expect(splitter.push('\nnext\r\n')).toEqual([line, 'next'])
+  })
+
+  it('refuses a line past its bound instead of buffering without end', () => {
+    const splitter = new LineSplitter(100)
+    expect(splitter.push('a'.repeat(60))).toEqual([])
+    expect(() => splitter.push('b'.repeat(60))).toThrow(LineTooLongError)
+    // After the error the splitter holds nothing of that line.
+    expect(splitter.push('ok\r\n')).toEqual(['ok'])
   })
 })
