@@ -1,8 +1,10 @@
 import type { Config } from '@threadline/config'
 import { openServiceDb } from '@threadline/db'
 import type { Logger } from '@threadline/logger'
+import type { Metrics } from '@threadline/metrics'
 import { createRedis } from '@threadline/queue'
 import { activityOptionsFromConfig } from './activity/options.js'
+import { instrumentHttp } from './metrics.js'
 import { buildServer, type ApiServer } from './server.js'
 import { filteredStreamOptions, registerFilteredStream } from './stream/index.js'
 
@@ -19,8 +21,15 @@ function withStatementTimeout(url: string): string {
   return u.toString()
 }
 
-/** Builds the read API and the clients it owns from configuration. Refuses a schema that is behind. */
-export async function apiFromConfig(config: Config, logger: Logger): Promise<ApiServer> {
+/**
+ * Builds the read API and the clients it owns from configuration. Refuses a schema that is behind.
+ * `metrics`: the process's registry, when it exports one (served on its own port, not here).
+ */
+export async function apiFromConfig(
+  config: Config,
+  logger: Logger,
+  metrics?: Metrics,
+): Promise<ApiServer> {
   const db = await openServiceDb({
     url: withStatementTimeout(config.DATABASE_URL),
     poolMax: config.API_POOL_MAX,
@@ -51,5 +60,6 @@ export async function apiFromConfig(config: Config, logger: Logger): Promise<Api
     },
   })
   registerFilteredStream(server.app, { db, redis, logger, options: filteredStreamOptions(config) })
+  if (metrics) instrumentHttp(server.app, metrics.api())
   return server
 }
