@@ -225,6 +225,13 @@ export const envSchema = z.object({
   WEBHOOK_CRC_MAX_FAILURES: int(3, 1, 100),
   /** How often delivery looks for webhooks with events and no sender (recovery after a crash). */
   WEBHOOK_SWEEP_MS: int(2_000, 10, 600_000),
+  // --- observability (packages/metrics, issue 8): Prometheus /metrics of every process ---
+  /** Port of the process's metrics server (GET /metrics); 0 disables it and the queue sampling. */
+  METRICS_PORT: int(9464, 0, 65535),
+  /** Address it listens on; 0.0.0.0 in containers so Prometheus can reach it. */
+  METRICS_HOST: str('127.0.0.1'),
+  /** How often queue depths and the oldest waiting job's age are read from BullMQ. */
+  METRICS_QUEUE_SAMPLE_MS: int(5_000, 100, 600_000),
   // --- beyond one machine (issue 8): Redis Cluster, a Postgres read replica for the API ---
   /** Seeds of a Redis Cluster (`host:port,host:port`); set → cluster mode, REDIS_URL lends auth/TLS. */
   REDIS_CLUSTER_NODES: clusterNodes,

@@ -1,13 +1,15 @@
 import { loadConfig } from '@threadline/config'
 import { createLogger } from '@threadline/logger'
+import { metricsFromConfig } from '@threadline/metrics'
 import { runUntilSignal } from '@threadline/runtime'
 import { apiFromConfig } from './from-config.js'
 
 const config = loadConfig()
 const logger = createLogger({ level: config.LOG_LEVEL, name: 'api' })
 try {
-  const api = await apiFromConfig(config, logger)
-  await runUntilSignal([api], logger, config.SHUTDOWN_TIMEOUT_MS)
+  const metrics = metricsFromConfig(config, logger, ['api'])
+  const api = await apiFromConfig(config, logger, metrics.metrics)
+  await runUntilSignal([metrics, api], logger, config.SHUTDOWN_TIMEOUT_MS)
 } catch (err) {
   logger.fatal({ err }, 'api failed to start')
   process.exitCode = 1

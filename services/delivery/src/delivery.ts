@@ -29,6 +29,7 @@ import {
   type Db,
 } from '@threadline/db'
 import type { Logger } from '@threadline/logger'
+import type { DeliveryMetrics } from '@threadline/metrics'
 import {
   activityJobSchema,
   closeRedis,
@@ -75,6 +76,8 @@ export interface DeliveryDeps {
   prefix: string
   logger: Logger
   options: DeliveryOptions
+  /** Counts events, webhook deliveries and parked events when given. */
+  metrics?: DeliveryMetrics
 }
 
 export interface Delivery extends Service {
@@ -95,7 +98,7 @@ export function retryDelay(attempts: number, baseMs: number): number {
  * drained by `webhooks` jobs, one sender per webhook at a time.
  */
 export function createDelivery(deps: DeliveryDeps): Delivery {
-  const { db, redis, prefix, options } = deps
+  const { db, redis, prefix, options, metrics } = deps
   const log = deps.logger.child({ component: 'delivery' })
   const leaseMs = options.leaseMs ?? Math.max(30_000, options.timeoutMs * 3)
   const queueDeps = { connection: redis, prefix, logger: deps.logger }
@@ -109,10 +112,11 @@ export function createDelivery(deps: DeliveryDeps): Delivery {
 
   // --- activity: stored Posts and user changes → events ---
   const processActivity = async (job: Job<ActivityJob>): Promise<{ events: number }> => {
+    const jobLog = log.child({ jobId: job.id })
     const parsed = activityJobSchema.safeParse(job.data)
     if (!parsed.success) {
       // Nothing to retry: the payload will never read better. Logged and dropped.
-      log.warn({ jobId: job.id, issues: parsed.error.issues }, 'invalid activity job ignored')
+      jobLog.warn({ issues: parsed.error.issues }, 'invalid activity job ignored')
       return { events: 0 }
     }
     const { post_ids: postIds, user_changes: changes } = parsed.data
@@ -151,7 +155,8 @@ export function createDelivery(deps: DeliveryDeps): Delivery {
       options.streamRetentionMs,
     )
     await enqueueWebhookDrain(webhooksQueue, webhooks)
-    log.debug({ jobId: job.id, events: fresh.length, webhooks: webhooks.length }, 'events derived')
+    metrics?.eventsDerived(fresh.map((e) => e.event_type))
+    jobLog.debug({ events: fresh.length, webhooks: webhooks.length }, 'events derived')
     return { events: fresh.length }
   }
 
@@ -176,27 +181,35 @@ export function createDelivery(deps: DeliveryDeps): Delivery {
       if (rows.length === 0) return 'drained'
       if (!hook.valid) {
         const n = await parkWebhookEvents(db, hook.id, 'webhook invalid (CRC check failed)')
+        metrics?.parked(n, 'invalid')
         log.warn({ webhook: hook.id, parked: n }, 'events parked: webhook invalid')
         return 'drained'
       }
       for (const row of rows) {
         if (!(await renewWebhookLease(db, hook.id, leaseMs))) return 'drained'
+        const sentAt = performance.now()
         try {
           await send(hook, row.body)
+          const seconds = (performance.now() - sentAt) / 1000
           await completeDelivery(db, hook.id, row.seq)
+          metrics?.webhookDelivery('delivered', seconds)
         } catch (err) {
+          const seconds = (performance.now() - sentAt) / 1000
           const reason = err instanceof Error ? err.message : String(err)
           const refused = err instanceof WebhookRequestError && err.kind === 'refused'
           const attempts = await failDelivery(db, hook.id, row.seq)
           if (refused || attempts >= options.maxAttempts) {
+            metrics?.webhookDelivery('parked', seconds)
             const n = await parkWebhookEvents(
               db,
               hook.id,
               refused ? reason : `gave up after ${attempts} attempts: ${reason}`,
             )
+            metrics?.parked(n, refused ? 'refused' : 'gave-up')
             log.warn({ webhook: hook.id, parked: n, reason }, 'webhook events parked')
             break
           }
+          metrics?.webhookDelivery('retry', seconds)
           const delay = retryDelay(attempts, options.retryBaseMs)
           await releaseWebhook(db, hook.id, {
             retryAt: new Date(Date.now() + delay),

@@ -1,6 +1,7 @@
 import type { Config } from '@threadline/config'
 import { assertSchemaCurrent, createDb } from '@threadline/db'
 import type { Logger } from '@threadline/logger'
+import type { Metrics } from '@threadline/metrics'
 import { createRedis } from '@threadline/queue'
 import { createDelivery, type Delivery, type DeliveryOptions } from './delivery.js'
 
@@ -24,8 +25,15 @@ export function deliveryOptionsFromConfig(config: Config): DeliveryOptions {
   }
 }
 
-/** Builds the delivery service and the clients it owns. Refuses a schema that is behind. */
-export async function deliveryFromConfig(config: Config, logger: Logger): Promise<Delivery> {
+/**
+ * Builds the delivery service and the clients it owns. Refuses a schema that is behind.
+ * `metrics`: the process's registry, when it exports one.
+ */
+export async function deliveryFromConfig(
+  config: Config,
+  logger: Logger,
+  metrics?: Metrics,
+): Promise<Delivery> {
   const db = createDb({
     url: config.DATABASE_URL,
     poolMax: config.DATABASE_POOL_MAX,
@@ -43,6 +51,7 @@ export async function deliveryFromConfig(config: Config, logger: Logger): Promis
     redis: createRedis(config, 'worker', 'delivery'),
     prefix: config.QUEUE_PREFIX,
     logger,
+    metrics: metrics?.delivery(),
     options: deliveryOptionsFromConfig(config),
   })
 }

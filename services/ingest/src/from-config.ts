@@ -1,6 +1,7 @@
 import type { Config } from '@threadline/config'
 import { openServiceDb } from '@threadline/db'
 import type { Logger } from '@threadline/logger'
+import type { Metrics } from '@threadline/metrics'
 import { createRedis } from '@threadline/queue'
 import { createIngest, type Ingest, type IngestOptions } from './ingest.js'
 
@@ -45,12 +46,13 @@ export function ingestOptionsFromConfig(config: Config, upstreamUrl: string): In
 /**
  * Builds an ingest and the clients it owns from configuration. `upstreamUrl` overrides
  * UPSTREAM_URL (the CLI passes the built-in simulator's URL when UPSTREAM_URL is unset).
- * Refuses a schema that is behind.
+ * Refuses a schema that is behind. `metrics`: the process's registry, when it exports one.
  */
 export async function ingestFromConfig(
   config: Config,
   logger: Logger,
   overrides: { upstreamUrl?: string; options?: Partial<IngestOptions> } = {},
+  metrics?: Metrics,
 ): Promise<Ingest> {
   const upstreamUrl = overrides.upstreamUrl ?? config.UPSTREAM_URL
   if (!upstreamUrl) throw new MissingUpstreamError()
@@ -67,6 +69,7 @@ export async function ingestFromConfig(
     workerRedis: createRedis(config, 'worker', 'ingest-backfill'),
     prefix: config.QUEUE_PREFIX,
     logger,
+    metrics: metrics?.ingest(),
     options: { ...ingestOptionsFromConfig(config, upstreamUrl), ...overrides.options },
   })
 }

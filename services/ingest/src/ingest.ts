@@ -1,5 +1,6 @@
 import type { Db } from '@threadline/db'
 import type { Logger } from '@threadline/logger'
+import type { IngestMetrics } from '@threadline/metrics'
 import {
   closeRedis,
   createLease,
@@ -52,6 +53,8 @@ export interface IngestDeps {
   prefix: string
   logger: Logger
   options: IngestOptions
+  /** Counts stream events, lines, backfill pages and queued batches when given. */
+  metrics?: IngestMetrics
 }
 
 export interface IngestStats {
@@ -79,7 +82,7 @@ export interface Ingest extends Service {
  * (one upstream connection however many replicas), the backfill worker runs everywhere.
  */
 export function createIngest(deps: IngestDeps): Ingest {
-  const { db, redis, prefix, options } = deps
+  const { db, redis, prefix, options, metrics } = deps
   const log = deps.logger.child({ component: 'ingest' })
   const upstream = new UpstreamClient({
     baseUrl: options.upstreamUrl,
@@ -95,6 +98,7 @@ export function createIngest(deps: IngestDeps): Ingest {
   const addPosts = async (lines: string[], observedAt: string, source: string) => {
     await postsQueue.add('posts', { source, observed_at: observedAt, lines })
     counters.batches += 1
+    metrics?.batchQueued(source, lines.length)
   }
   const backfillWorker =
     options.backfillWorker === false
@@ -105,7 +109,10 @@ export function createIngest(deps: IngestDeps): Ingest {
           redis: deps.workerRedis,
           prefix,
           logger: deps.logger,
-          sink: (line, source) => addPosts([line], new Date().toISOString(), source),
+          sink: (line, source) => {
+            metrics?.backfillPage()
+            return addPosts([line], new Date().toISOString(), source)
+          },
           options: {
             search: options.search,
             concurrency: options.backfillConcurrency,
@@ -119,8 +126,10 @@ export function createIngest(deps: IngestDeps): Ingest {
     ttlMs: options.leaseMs,
     logger: deps.logger,
   })
+  metrics?.leader(() => lease.held)
 
   const streamListeners = new Set<(e: StreamEvent) => void>()
+  if (metrics) streamListeners.add((e) => metrics.streamEvent(e))
   let reader: StreamReader | undefined
   let ruleSync: RuleSync | undefined
   let lastReaderStats = { connects: 0, lines: 0, keepAlives: 0, errorLines: 0 }
@@ -148,7 +157,10 @@ export function createIngest(deps: IngestDeps): Ingest {
     )
     const streamReader = new StreamReader({
       upstream,
-      sink: (line) => batcher.add(line),
+      sink: (line) => {
+        metrics?.streamLine()
+        return batcher.add(line)
+      },
       logger: deps.logger,
       waitForRules: (signal) => sync.waitForSync(signal),
       options: {

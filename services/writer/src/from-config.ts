@@ -1,11 +1,19 @@
 import type { Config } from '@threadline/config'
 import { openServiceDb } from '@threadline/db'
 import type { Logger } from '@threadline/logger'
+import type { Metrics } from '@threadline/metrics'
 import { createRedis } from '@threadline/queue'
 import { createWriter, type Writer } from './writer.js'
 
-/** Builds a writer and the clients it owns from configuration. Refuses a schema that is behind. */
-export async function writerFromConfig(config: Config, logger: Logger): Promise<Writer> {
+/**
+ * Builds a writer and the clients it owns from configuration. Refuses a schema that is behind.
+ * `metrics`: the process's registry, when it exports one.
+ */
+export async function writerFromConfig(
+  config: Config,
+  logger: Logger,
+  metrics?: Metrics,
+): Promise<Writer> {
   const db = await openServiceDb({
     url: config.DATABASE_URL,
     poolMax: Math.max(config.WRITER_CONCURRENCY + 2, 4),
@@ -17,6 +25,7 @@ export async function writerFromConfig(config: Config, logger: Logger): Promise<
     redis: createRedis(config, 'worker', 'writer'),
     prefix: config.QUEUE_PREFIX,
     logger,
+    metrics: metrics?.writer(),
     options: {
       concurrency: config.WRITER_CONCURRENCY,
       lockDuration: config.WRITER_LOCK_MS,

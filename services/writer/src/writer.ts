@@ -9,6 +9,7 @@ import {
 } from '@threadline/db'
 import { normalizeLines, type NormalizedBatch } from '@threadline/domain'
 import type { Logger } from '@threadline/logger'
+import type { WriterMetrics } from '@threadline/metrics'
 import {
   closeRedis,
   createActivityQueue,
@@ -42,6 +43,8 @@ export interface WriterDeps {
   prefix: string
   logger: Logger
   options: WriterOptions
+  /** Counts and times batches when given (the process's registry). */
+  metrics?: WriterMetrics
 }
 
 export interface Writer extends Service {
@@ -153,7 +156,7 @@ export async function storeLines(
 }
 
 export function createWriter(deps: WriterDeps): Writer {
-  const { db, redis, prefix, options } = deps
+  const { db, redis, prefix, options, metrics } = deps
   const log = deps.logger.child({ component: 'writer' })
   // Relayed outbox batches also become `activity` jobs (events for subscriptions, issue 7).
   const activity = createActivityQueue(redis, prefix, deps.logger)
@@ -193,6 +196,7 @@ export function createWriter(deps: WriterDeps): Writer {
         fresh.map((f) => f.id),
       )
     } catch (err) {
+      metrics?.publishFailed()
       log.warn({ err }, 'publishing after commit failed; the relay will publish from the outbox')
     }
   }
@@ -224,22 +228,25 @@ export function createWriter(deps: WriterDeps): Writer {
     })
 
   const processor = async (job: Job<PostsJob, PostsJobResult>): Promise<PostsJobResult> => {
+    const jobLog = log.child({ jobId: job.id })
     const parsed = postsJobSchema.safeParse(job.data)
     if (!parsed.success) {
       // A payload we cannot read is kept where operators look, not retried forever.
       const raw = JSON.stringify(job.data ?? null).replaceAll('\\u0000', '\\\\u0000')
       const reason = `invalid posts job ${job.id}: ${parsed.error.issues.map((i) => `${i.path.join('.')} ${i.message}`).join('; ')}`
       await storeBatch(db, { posts: [], users: [], rejects: [{ reason, raw }], empty: 0 }, 'queue')
-      log.warn({ jobId: job.id }, reason)
+      jobLog.warn(reason)
+      metrics?.batchInvalid()
       return { inserted: 0, updated: 0, users: 0, rejects: 1, lines: 0 }
     }
     const { lines, observed_at: observedAt, source } = parsed.data
     const started = performance.now()
     const { fresh, ...result } = await storeLines(db, lines, observedAt, source)
+    const seconds = (performance.now() - started) / 1000
     await publishFresh(fresh)
-    log.debug(
+    metrics?.batchStored({ ...result, lines: lines.length, seconds })
+    jobLog.debug(
       {
-        jobId: job.id,
         lines: lines.length,
         ...result,
         ms: Math.round(performance.now() - started),
@@ -255,16 +262,19 @@ export function createWriter(deps: WriterDeps): Writer {
     { connection: redis, prefix, logger: deps.logger },
     options,
   )
-  worker.on('failed', (job, err) =>
-    log.warn({ err, jobId: job?.id, attempts: job?.attemptsMade }, 'batch failed; will retry'),
-  )
+  worker.on('failed', (job, err) => {
+    metrics?.batchFailed()
+    log.warn({ err, jobId: job?.id, attempts: job?.attemptsMade }, 'batch failed; will retry')
+  })
 
   let timer: NodeJS.Timeout | undefined
   const tick = () => {
     timer = setTimeout(() => {
-      void relaySafely(RELAY_MIN_AGE_MS).finally(() => {
-        if (timer) tick()
-      })
+      void relaySafely(RELAY_MIN_AGE_MS)
+        .then((rows) => metrics?.relayed(rows))
+        .finally(() => {
+          if (timer) tick()
+        })
     }, options.relayIntervalMs ?? 1_000)
   }
 

@@ -4,6 +4,7 @@ import { apiFromConfig } from '@threadline/api'
 import { deliveryFromConfig } from '@threadline/delivery'
 import { ingestFromConfig } from '@threadline/ingest'
 import type { Logger } from '@threadline/logger'
+import { metricsFromConfig, type Metrics } from '@threadline/metrics'
 import { closeRedis, createQueue, createRedis } from '@threadline/queue'
 import { runUntilSignal, type Service } from '@threadline/runtime'
 import { simulatorFromConfig, type Simulator } from '@threadline/simulator'
@@ -14,13 +15,15 @@ import { migrate } from './migrate.js'
 /** What a role needs besides configuration: the built-in simulator's URL, when one runs. */
 interface RoleContext {
   simulator?: Simulator
+  /** The process's one metrics registry, shared by every role it runs. */
+  metrics?: Metrics
 }
 
 type RoleFactory = (config: Config, logger: Logger, ctx: RoleContext) => Promise<Service>
 
 /** Every role `threadline start` can run; one codebase, several deployables. */
 export const ROLES: Record<string, RoleFactory> = {
-  api: (config, logger) => apiFromConfig(config, logger.child({ role: 'api' })),
+  api: (config, logger, ctx) => apiFromConfig(config, logger.child({ role: 'api' }), ctx.metrics),
   ingest: (config, logger, ctx) =>
     ingestFromConfig(
       config,
@@ -31,9 +34,12 @@ export const ROLES: Record<string, RoleFactory> = {
             options: { upstreamBearerToken: config.SIMULATOR_BEARER_TOKEN },
           }
         : {},
+      ctx.metrics,
     ),
-  writer: (config, logger) => writerFromConfig(config, logger.child({ role: 'writer' })),
-  delivery: (config, logger) => deliveryFromConfig(config, logger.child({ role: 'delivery' })),
+  writer: (config, logger, ctx) =>
+    writerFromConfig(config, logger.child({ role: 'writer' }), ctx.metrics),
+  delivery: (config, logger, ctx) =>
+    deliveryFromConfig(config, logger.child({ role: 'delivery' }), ctx.metrics),
 }
 
 export function parseRoles(value: string | undefined): string[] {
@@ -131,8 +137,10 @@ export async function start(
   options: { roles: string[]; migrate: boolean; simulate: boolean; demo: boolean },
 ): Promise<void> {
   if (options.migrate || options.demo) await migrate(config)
-  const services: Service[] = []
-  const ctx: RoleContext = {}
+  // First in, last out: /metrics answers while the roles start and stop (METRICS_PORT=0: off).
+  const processMetrics = metricsFromConfig(config, logger, options.roles)
+  const services: Service[] = [processMetrics]
+  const ctx: RoleContext = { metrics: processMetrics.metrics }
   const needsSimulator =
     options.simulate || (options.roles.includes('ingest') && !config.UPSTREAM_URL)
   if (needsSimulator) {

@@ -1,0 +1,324 @@
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client'
+
+/**
+ * The metrics of each area, as recorders with plain methods: services count and time what they do
+ * without touching prom-client. Every label takes values from a small fixed set (no ids, no URLs).
+ */
+
+/** Seconds, from 1 ms to 30 s: a batch transaction, an HTTP request, a webhook POST. */
+const LATENCY_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30]
+/** Lines per `posts` job: one backfill page … BATCH_MAX_ITEMS and beyond (imports). */
+const BATCH_BUCKETS = [1, 5, 10, 25, 50, 100, 250, 500, 1_000, 2_500, 5_000, 10_000]
+
+export interface WriterBatch {
+  lines: number
+  inserted: number
+  updated: number
+  users: number
+  rejects: number
+  /** The batch's store transaction(s), publishing excluded. */
+  seconds: number
+}
+
+export interface WriterMetrics {
+  /** A `posts` job stored (what storeLines returned). */
+  batchStored(batch: WriterBatch): void
+  /** A job whose payload could not be read (kept as one reject, not retried). */
+  batchInvalid(): void
+  /** A job attempt that threw (BullMQ retries it). */
+  batchFailed(): void
+  /** Publishing after commit failed; the outbox relay will publish instead. */
+  publishFailed(): void
+  /** Outbox rows the relay published (a writer died or its fast path failed). */
+  relayed(rows: number): void
+}
+
+export function writerMetrics(registry: Registry): WriterMetrics {
+  const registers = [registry]
+  const posts = new Counter({
+    name: 'threadline_writer_posts_stored_total',
+    help: 'Posts written to Postgres: new rows (inserted) and newer copies replacing a row (updated)',
+    labelNames: ['result'] as const,
+    registers,
+  })
+  const users = new Counter({
+    name: 'threadline_writer_users_stored_total',
+    help: 'Users inserted or updated',
+    registers,
+  })
+  const rejects = new Counter({
+    name: 'threadline_writer_rejects_total',
+    help: 'Lines kept in ingest_rejects (malformed, or refused by Postgres)',
+    registers,
+  })
+  const batches = new Counter({
+    name: 'threadline_writer_batches_total',
+    help: 'posts jobs by outcome: stored, invalid (payload unreadable, kept as a reject), failed (retried)',
+    labelNames: ['outcome'] as const,
+    registers,
+  })
+  const lines = new Histogram({
+    name: 'threadline_writer_batch_lines',
+    help: 'Lines per stored posts job',
+    buckets: BATCH_BUCKETS,
+    registers,
+  })
+  const duration = new Histogram({
+    name: 'threadline_writer_store_duration_seconds',
+    help: 'Time to store one posts job in Postgres (its transaction), publishing excluded',
+    buckets: LATENCY_BUCKETS,
+    registers,
+  })
+  const publishFailures = new Counter({
+    name: 'threadline_writer_publish_failures_total',
+    help: 'Publishes after commit that failed (the outbox relay publishes those rows later)',
+    registers,
+  })
+  const relayed = new Counter({
+    name: 'threadline_writer_relayed_total',
+    help: 'Outbox rows published by the relay rather than by the writer that stored them',
+    registers,
+  })
+  // Present at zero from the start, so rate() and alerts see a series before the first event.
+  posts.inc({ result: 'inserted' }, 0)
+  posts.inc({ result: 'updated' }, 0)
+  for (const outcome of ['stored', 'invalid', 'failed']) batches.inc({ outcome }, 0)
+  return {
+    batchStored(b) {
+      posts.inc({ result: 'inserted' }, b.inserted)
+      posts.inc({ result: 'updated' }, b.updated)
+      users.inc(b.users)
+      rejects.inc(b.rejects)
+      batches.inc({ outcome: 'stored' })
+      lines.observe(b.lines)
+      duration.observe(b.seconds)
+    },
+    batchInvalid() {
+      batches.inc({ outcome: 'invalid' })
+      rejects.inc()
+    },
+    batchFailed: () => batches.inc({ outcome: 'failed' }),
+    publishFailed: () => publishFailures.inc(),
+    relayed: (rows) => relayed.inc(rows),
+  }
+}
+
+/** The ingest's stream events, structurally (a package never imports a service). */
+export type IngestStreamEvent =
+  | { type: 'connected' }
+  | { type: 'disconnected'; reason: string; failure?: { kind: string } }
+  | { type: 'error-line' }
+
+export type ReconnectCause =
+  'network' | 'stall' | 'ended' | 'operational-disconnect' | 'http' | 'rate-limit' | 'no-rules'
+
+/** Why the stream reconnected, from the reader's event: a fixed set, never the reason's text. */
+export function reconnectCause(e: { reason: string; failure?: { kind: string } }): ReconnectCause {
+  const kind = e.failure?.kind
+  if (kind === undefined) return 'no-rules'
+  if (kind === 'http') return 'http'
+  if (kind === 'rate-limit') return 'rate-limit'
+  if (e.reason.startsWith('silent for') || e.reason.startsWith('no response headers')) {
+    return 'stall'
+  }
+  if (e.reason.startsWith('operational disconnect')) return 'operational-disconnect'
+  if (e.reason === 'stream ended') return 'ended'
+  return 'network'
+}
+
+export interface IngestMetrics {
+  /** Feed every StreamReader event here. */
+  streamEvent(e: IngestStreamEvent): void
+  /** A Post line read from the upstream stream (keep-alives and error notices excluded). */
+  streamLine(): void
+  /** A backfill search page or root lookup handed on to the queue. */
+  backfillPage(): void
+  /** A posts job added to the queue. */
+  batchQueued(source: string, lines: number): void
+  /** Reports whether this replica holds the leader lease (read at scrape time). */
+  leader(held: () => boolean): void
+}
+
+export function ingestMetrics(registry: Registry): IngestMetrics {
+  const registers = [registry]
+  const connects = new Counter({
+    name: 'threadline_ingest_stream_connects_total',
+    help: 'Successful connections to the upstream filtered stream',
+    registers,
+  })
+  const reconnects = new Counter({
+    name: 'threadline_ingest_reconnects_total',
+    help: 'Upstream stream disconnections followed by a reconnect, by cause',
+    labelNames: ['cause'] as const,
+    registers,
+  })
+  const lines = new Counter({
+    name: 'threadline_ingest_stream_lines_total',
+    help: 'Post lines read from the upstream stream',
+    registers,
+  })
+  const errorLines = new Counter({
+    name: 'threadline_ingest_stream_error_lines_total',
+    help: 'Error notices the upstream sent on the stream',
+    registers,
+  })
+  const pages = new Counter({
+    name: 'threadline_ingest_backfill_pages_total',
+    help: 'Backfill search pages (and root lookups) handed on to the posts queue',
+    registers,
+  })
+  const batches = new Counter({
+    name: 'threadline_ingest_batches_queued_total',
+    help: 'posts jobs added, by source (stream, backfill)',
+    labelNames: ['source'] as const,
+    registers,
+  })
+  const batchLines = new Counter({
+    name: 'threadline_ingest_lines_queued_total',
+    help: 'Lines in the posts jobs added, by source',
+    labelNames: ['source'] as const,
+    registers,
+  })
+  let isLeader: (() => boolean) | undefined
+  new Gauge({
+    name: 'threadline_ingest_leader',
+    help: '1 when this replica holds the leader lease (runs rule sync and the stream)',
+    registers,
+    collect() {
+      this.set(isLeader?.() ? 1 : 0)
+    },
+  })
+  const cause = (source: string) => (source === 'stream' ? 'stream' : 'backfill')
+  return {
+    streamEvent(e) {
+      if (e.type === 'connected') connects.inc()
+      else if (e.type === 'error-line') errorLines.inc()
+      else reconnects.inc({ cause: reconnectCause(e) })
+    },
+    streamLine: () => lines.inc(),
+    backfillPage: () => pages.inc(),
+    batchQueued(source, n) {
+      batches.inc({ source: cause(source) })
+      batchLines.inc({ source: cause(source) }, n)
+    },
+    leader(held) {
+      isLeader = held
+    },
+  }
+}
+
+export interface HttpRequest {
+  method: string
+  /** The route's pattern (`/2/tweets/:id`), `unmatched` when none: never the raw URL. */
+  route: string
+  status: number
+  seconds: number
+  /** A long-lived stream: counted, but kept out of the latency histogram. */
+  stream: boolean
+}
+
+export interface ApiMetrics {
+  request(r: HttpRequest): void
+  /** Registers how to count the open connections of a stream kind (read at scrape time). */
+  streamConnections(stream: string, count: () => number): void
+}
+
+const METHODS = new Set(['GET', 'POST', 'PUT', 'DELETE', 'HEAD', 'OPTIONS', 'PATCH'])
+
+export function apiMetrics(registry: Registry): ApiMetrics {
+  const registers = [registry]
+  const requests = new Counter({
+    name: 'threadline_http_requests_total',
+    help: 'HTTP requests answered, by method, route pattern and status',
+    labelNames: ['method', 'route', 'status'] as const,
+    registers,
+  })
+  const duration = new Histogram({
+    name: 'threadline_http_request_duration_seconds',
+    help: 'HTTP request latency by method, route pattern and status (streams excluded)',
+    labelNames: ['method', 'route', 'status'] as const,
+    buckets: LATENCY_BUCKETS,
+    registers,
+  })
+  const sources = new Map<string, () => number>()
+  new Gauge({
+    name: 'threadline_api_stream_connections',
+    help: 'Open stream connections (filtered stream, activity stream)',
+    labelNames: ['stream'] as const,
+    registers,
+    collect() {
+      for (const [stream, count] of sources) this.set({ stream }, count())
+    },
+  })
+  return {
+    request(r) {
+      const labels = {
+        method: METHODS.has(r.method) ? r.method : 'OTHER',
+        route: r.route,
+        status: String(r.status),
+      }
+      requests.inc(labels)
+      if (!r.stream) duration.observe(labels, r.seconds)
+    },
+    streamConnections(stream, count) {
+      sources.set(stream, count)
+    },
+  }
+}
+
+export type DeliveryOutcome = 'delivered' | 'retry' | 'parked'
+export type ParkReason = 'gave-up' | 'refused' | 'invalid'
+
+export interface DeliveryMetrics {
+  /** Events recorded for subscriptions by one activity job (after deduplication). */
+  eventsDerived(eventTypes: readonly string[]): void
+  /** One webhook POST and what came of it (`parked`: it failed and its events were parked). */
+  webhookDelivery(outcome: DeliveryOutcome, seconds: number): void
+  /** Events moved to webhook_failures. */
+  parked(events: number, reason: ParkReason): void
+}
+
+export function deliveryMetrics(registry: Registry): DeliveryMetrics {
+  const registers = [registry]
+  const events = new Counter({
+    name: 'threadline_delivery_events_total',
+    help: 'Activity events derived for subscriptions, by event type',
+    labelNames: ['event_type'] as const,
+    registers,
+  })
+  const deliveries = new Counter({
+    name: 'threadline_delivery_webhook_deliveries_total',
+    help: 'Webhook POSTs by outcome: delivered, retry (failed, tried again later), parked (failed for good)',
+    labelNames: ['outcome'] as const,
+    registers,
+  })
+  const duration = new Histogram({
+    name: 'threadline_delivery_webhook_duration_seconds',
+    help: 'Webhook POST latency, failures included',
+    labelNames: ['outcome'] as const,
+    buckets: LATENCY_BUCKETS,
+    registers,
+  })
+  const parked = new Counter({
+    name: 'threadline_delivery_parked_total',
+    help: 'Events parked in webhook_failures, by reason (gave-up after the attempts, refused address, invalid webhook)',
+    labelNames: ['reason'] as const,
+    registers,
+  })
+  for (const outcome of ['delivered', 'retry', 'parked']) deliveries.inc({ outcome }, 0)
+  for (const reason of ['gave-up', 'refused', 'invalid']) parked.inc({ reason }, 0)
+  return {
+    eventsDerived(types) {
+      const byType = new Map<string, number>()
+      for (const t of types) byType.set(t, (byType.get(t) ?? 0) + 1)
+      for (const [eventType, n] of byType) events.inc({ event_type: eventType }, n)
+    },
+    webhookDelivery(outcome, seconds) {
+      deliveries.inc({ outcome })
+      duration.observe({ outcome }, seconds)
+    },
+    parked(n, reason) {
+      if (n > 0) parked.inc({ reason }, n)
+    },
+  }
+}

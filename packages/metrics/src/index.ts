@@ -1,0 +1,5 @@
+export * from './areas.js'
+export * from './metrics.js'
+export * from './queue-sampler.js'
+export * from './server.js'
+export * from './from-config.js'
