@@ -36,9 +36,22 @@ export async function apiFromConfig(
     applicationName: 'threadline-api',
     logger,
   })
+  // Post reads go to the replica when one is configured; it must be on the same schema version.
+  const readDb = config.DATABASE_READ_URL
+    ? await openServiceDb({
+        url: withStatementTimeout(config.DATABASE_READ_URL),
+        poolMax: config.API_POOL_MAX,
+        applicationName: 'threadline-api-read',
+        logger,
+      }).catch(async (err: unknown) => {
+        await db.destroy()
+        throw err
+      })
+    : undefined
   const redis = createRedis(config, 'producer', 'api')
   const server = buildServer({
     db,
+    readDb,
     redis,
     logger,
     options: {

@@ -132,7 +132,8 @@ function ruleWire(r: StreamRule) {
 }
 
 export function registerRoutes(app: FastifyInstance, ctx: ServerContext): void {
-  const { db, options } = ctx
+  // Posts come from the replica when there is one; rules from the primary (read-your-writes).
+  const { db, readDb, options } = ctx
 
   const route = (
     method: 'GET' | 'POST',
@@ -170,13 +171,13 @@ export function registerRoutes(app: FastifyInstance, ctx: ServerContext): void {
     async (c) => {
       const ids = [...new Set(c.params.ids as string[])]
       const sel = fieldSelection(c.params)
-      const rows = await postsByIds(db, ids)
+      const rows = await postsByIds(readDb, ids)
       const found = new Map(rows.map((r) => [r.id, r]))
       const ordered = ids.flatMap((id) => {
         const row = found.get(id)
         return row ? [row] : []
       })
-      const page = await renderPosts(db, ordered, sel)
+      const page = await renderPosts(readDb, ordered, sel)
       const missing = ids.filter((id) => !found.has(id)).map((id) => notFound('tweet', 'ids', id))
       return {
         body: compact({
@@ -199,9 +200,9 @@ export function registerRoutes(app: FastifyInstance, ctx: ServerContext): void {
     },
     async (c) => {
       const id = c.params.id as string
-      const rows = await postsByIds(db, [id])
+      const rows = await postsByIds(readDb, [id])
       if (rows.length === 0) return { body: { errors: [notFound('tweet', 'id', id)] } }
-      const page = await renderPosts(db, rows, fieldSelection(c.params))
+      const page = await renderPosts(readDb, rows, fieldSelection(c.params))
       return {
         body: compact({ data: page.data[0], includes: page.includes, errors: page.errors }),
       }
@@ -229,9 +230,9 @@ export function registerRoutes(app: FastifyInstance, ctx: ServerContext): void {
       beforeId = ctx.pageTokens.decode(scope, token.value)
       if (beforeId === undefined || !isId(beforeId)) throw invalidToken(token.name, token.value)
     }
-    const { posts, more } = await searchPosts(db, condition, { ...w, beforeId, limit })
+    const { posts, more } = await searchPosts(readDb, condition, { ...w, beforeId, limit })
     if (posts.length === 0) return { body: { meta: { result_count: 0 } } }
-    const page = await renderPosts(db, posts, fieldSelection(c.params))
+    const page = await renderPosts(readDb, posts, fieldSelection(c.params))
     const oldest = posts[posts.length - 1]!.id
     const meta: Body = {
       newest_id: posts[0]!.id,
@@ -300,7 +301,7 @@ export function registerRoutes(app: FastifyInstance, ctx: ServerContext): void {
     }
     const buckets =
       pageEnd > pageStart
-        ? await countPosts(db, condition, {
+        ? await countPosts(readDb, condition, {
             ...w,
             startTime: pageStart,
             endTime: pageEnd,

@@ -50,6 +50,7 @@ function isUnavailable(err: unknown): boolean {
  */
 export function buildServer(deps: ApiDeps): ApiServer {
   const { db, redis, options } = deps
+  const readDb = deps.readDb ?? db
   const log = deps.logger.child({ component: 'api' })
   const now = options.now ?? (() => new Date())
   const limiter = createRateLimiter(redis, { prefix: options.prefix })
@@ -195,7 +196,7 @@ export function buildServer(deps: ApiDeps): ApiServer {
 
   const openApi = createOpenApi()
   app.addHook('onRoute', openApi.onRoute)
-  const ctx = { db, log, options, now, pageTokens }
+  const ctx = { db, readDb, log, options, now, pageTokens }
   registerRoutes(app, ctx)
   registerActivityRoutes(app, ctx, { redis, prefix: options.prefix, options: options.activity })
 
@@ -203,7 +204,11 @@ export function buildServer(deps: ApiDeps): ApiServer {
   app.get('/ready', async (_request, reply) => {
     try {
       await Promise.race([
-        Promise.all([sql`SELECT 1`.execute(db), redis.ping()]),
+        Promise.all([
+          sql`SELECT 1`.execute(db),
+          readDb === db ? undefined : sql`SELECT 1`.execute(readDb),
+          redis.ping(),
+        ]),
         new Promise((_, reject) => setTimeout(() => reject(new Error('timeout')), 2_000).unref()),
       ])
       return { status: 'ready' }
@@ -227,6 +232,7 @@ export function buildServer(deps: ApiDeps): ApiServer {
       await app.close()
       await closeRedis(redis)
       await db.destroy()
+      if (readDb !== db) await readDb.destroy()
       log.info('api closed')
     }),
   }

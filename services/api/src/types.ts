@@ -26,7 +26,13 @@ export interface ApiOptions {
 }
 
 export interface ApiDeps {
+  /** The primary: rules, apps, subscriptions and webhooks (read-your-writes), and Post reads by default. */
   db: Db
+  /**
+   * A streaming replica for Post reads (lookup, search, counts), which tolerate its lag of a moment;
+   * anything an app writes is read back from the primary. The server closes it.
+   */
+  readDb?: Db
   /** A producer-style connection (fails fast); the server closes it. */
   redis: Redis
   logger: Logger
@@ -59,6 +65,8 @@ export interface RouteContext {
 
 export type ServerContext = {
   db: Db
+  /** Where Posts are read from: the replica when one is configured, else `db`. */
+  readDb: Db
   log: Logger
   options: ApiOptions
   now: () => Date
