@@ -1,6 +1,7 @@
 import type { Config } from '@threadline/config'
 import { addRules, createDb, deleteRules, findApp, listRules } from '@threadline/db'
 import { isId } from '@threadline/domain'
+import { parseQuery } from '@threadline/query'
 import { out, UsageError } from '../output.js'
 
 const USAGE =
@@ -25,7 +26,13 @@ export async function rulesCommand(
     } else if (action === 'add') {
       const value = rest.join(' ').trim()
       if (!value) throw new UsageError(USAGE)
-      const result = await addRules(db, appId, [{ value, tag: values.tag }], { cap: 1000 })
+      // The same parser as the API's rules endpoint: a rule the upstream and the matcher cannot read
+      // is refused here, with X's wording.
+      const parsed = parseQuery(value, { maxLength: config.API_QUERY_MAX_LENGTH })
+      if (!parsed.ok) throw new UsageError(`invalid rule: ${parsed.errors.join(', ')}`)
+      const result = await addRules(db, appId, [{ value, tag: values.tag }], {
+        cap: config.API_RULE_CAP,
+      })
       if (result.capExceeded) throw new UsageError('the app has reached its rule cap')
       for (const r of result.created)
         out(JSON.stringify({ id: r.id, value: r.value, tag: r.tag ?? undefined }))
