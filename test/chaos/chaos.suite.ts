@@ -1,8 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { sql } from '@threadline/db'
+import { createSubscription, createWebhook, sql } from '@threadline/db'
+import { tokenize } from '@threadline/domain'
+import { silentLogger } from '@threadline/logger'
+import { closeRedis, createQueue, createRedis, type Redis } from '@threadline/queue'
 import { waitFor } from '@threadline/testing'
 import {
   openSlowReader,
+  startWebhookReceiver,
+  type WebhookReceiver,
   startSearchPoller,
   startStreamReader,
   StatusTally,
@@ -21,12 +26,16 @@ import { findBinaries, type App, type ServiceProcess, type Stack, startStack } f
  *   CHAOS_RATE           Posts per second the simulator makes (default 30)
  *   CHAOS_FAULT_TIMEOUT_MS  how long one fault may take to recover (default 90000)
  *   CHAOS_RSS_FACTOR     end RSS bound as a multiple of start RSS (default 3; plus 200 MB slack)
+ *   CHAOS_ROUNDS         how many times the whole list of faults runs (default 2)
+ *   CHAOS_FRESH          Posts that must be sent after a fault before it counts as recovered (60)
  *   CHAOS_KEEP=1         keep the temp dir (logs, data) after the run
  */
 const knobs = {
   rate: Number(process.env.CHAOS_RATE ?? 30),
   faultTimeoutMs: Number(process.env.CHAOS_FAULT_TIMEOUT_MS ?? 90_000),
   rssFactor: Number(process.env.CHAOS_RSS_FACTOR ?? 3),
+  rounds: Number(process.env.CHAOS_ROUNDS ?? 2),
+  fresh: Number(process.env.CHAOS_FRESH ?? 60),
   keep: process.env.CHAOS_KEEP === '1',
 }
 const RSS_SLACK = 200 * 1024 * 1024
@@ -42,8 +51,8 @@ if (!binaries.ok) {
 // Keyword rules beside the demo conversations: words and a hashtag the simulator's vocabulary uses.
 const KEYWORD_RULES = ['postgres', 'redis', 'backfill', '#opensource']
 // The slow reader's app matches common words so its buffer fills fast.
-/** Posts that must be sent after a fault before it counts as recovered. */
-const MIN_FRESH = 10
+/** The activity subscription's keyword (post.create events delivered to a webhook). */
+const EVENT_KEYWORD = 'postgres'
 const SLOW_RULE = 'data OR thread OR stream OR post OR reply OR datos OR hilo OR think'
 
 interface Sent {
@@ -60,14 +69,34 @@ describe.skipIf(!binaries.ok)('chaos: faults while the simulator streams and cli
   const tally = new StatusTally()
   const summary: ChaosSummary = { faults: [], memory: [] }
   const startMemory = new Map<ServiceProcess, ReturnType<ServiceProcess['memory']>>()
+  let delivery = false
+  let webhook: WebhookReceiver | undefined
+  /** What had been sent when the subscription was made: events are expected for what came after. */
+  let sentBeforeSubscription = new Set<string>()
+  let queueRedis: Redis | undefined
+  let postsQueue: ReturnType<typeof createQueue> | undefined
 
   beforeAll(async () => {
     if (!binaries.ok) return
+    delivery = await deliveryExists()
     stack = await startStack(binaries.bin, {
       simulatorRate: knobs.rate,
       writers: 2,
       keep: knobs.keep,
-      extraRoles: await deliveryRole(),
+      extraRoles: delivery ? ['delivery'] : [],
+      env: {
+        // The webhook receiver is on loopback; failed deliveries retry within a second.
+        WEBHOOK_ALLOW_PRIVATE: 'true',
+        WEBHOOK_RETRY_BASE_MS: '200',
+        WEBHOOK_SWEEP_MS: '500',
+        WEBHOOK_TIMEOUT_MS: '5000',
+      },
+    })
+    queueRedis = createRedis(stack.redis.url, 'producer', 'chaos')
+    postsQueue = createQueue('posts', {
+      connection: queueRedis,
+      prefix: stack.prefix,
+      logger: silentLogger(),
     })
     reader = await stack.createApp('chaos-reader')
     slow = await stack.createApp('chaos-slow')
@@ -95,11 +124,27 @@ describe.skipIf(!binaries.ok)('chaos: faults while the simulator streams and cli
       intervalMs: 200,
     })
     streamReader = startStreamReader({ apiUrl: stack.apiUrl, token: reader.token, tally })
+    if (delivery) {
+      // Registered directly in Postgres: the API's activity routes are not what is under test here.
+      webhook = await startWebhookReceiver()
+      const hook = await createWebhook(stack.db, reader.appId, webhook.url, { cap: 10 })
+      const sub = await createSubscription(
+        stack.db,
+        reader.appId,
+        { event_type: 'post.create', keyword: EVENT_KEYWORD, webhook_id: hook!.id, tag: 'chaos' },
+        { cap: 100 },
+      )
+      expect(sub.kind).toBe('created')
+      sentBeforeSubscription = await sentIds()
+    }
   }, 240_000)
 
   afterAll(async () => {
     await poller?.stop()
     await streamReader?.stop()
+    await webhook?.close()
+    await postsQueue?.close()
+    if (queueRedis) await closeRedis(queueRedis)
     if (stack && summary.faults.some((f) => !f.ok)) {
       for (const p of stack.processes())
         console.log(`--- ${p.name} (last lines of ${p.logFile}) ---\n${p.logTail(15)}`)
@@ -134,7 +179,7 @@ describe.skipIf(!binaries.ok)('chaos: faults while the simulator streams and cli
         const now = await sentIds()
         let fresh = 0
         for (const id of now) if (!before?.has(id)) fresh++
-        return fresh >= MIN_FRESH && now
+        return fresh >= knobs.fresh && now
       },
       { timeoutMs: knobs.faultTimeoutMs, intervalMs: 250 },
     )
@@ -149,7 +194,33 @@ describe.skipIf(!binaries.ok)('chaos: faults while the simulator streams and cli
     ).catch((error: Error) => {
       throw new Error(`${error.message}; ${lastMissing} still missing`)
     })
+    if (webhook) {
+      const expected = await expectedEvents(ids)
+      let undelivered = expected
+      await waitFor(
+        `${what}: the ${expected.length} subscription events so far delivered`,
+        () => {
+          undelivered = expected.filter((id) => !webhook!.postIds.has(id))
+          return undelivered.length === 0
+        },
+        { timeoutMs: knobs.faultTimeoutMs, intervalMs: 250 },
+      ).catch((error: Error) => {
+        throw new Error(`${error.message}; ${undelivered.length} never delivered`)
+      })
+    }
     return ids.size
+  }
+
+  /**
+   * Posts sent since the subscription was made whose text holds the keyword: each must reach the
+   * webhook (at least once). Tokenised as the delivery service matches keywords.
+   */
+  async function expectedEvents(ids: Set<string>): Promise<string[]> {
+    const fresh = [...ids].filter((id) => !sentBeforeSubscription.has(id))
+    if (fresh.length === 0) return []
+    const { rows } = await sql<{ id: string; text: string }>`
+      SELECT id::text AS id, text FROM posts WHERE id = ANY(${fresh}::bigint[])`.execute(stack.db)
+    return rows.filter((r) => tokenize(r.text).includes(EVENT_KEYWORD)).map((r) => r.id)
   }
 
   /** Opens a stream for the app and closes it at once: its status tells whether a slot was free. */
@@ -175,7 +246,7 @@ describe.skipIf(!binaries.ok)('chaos: faults while the simulator streams and cli
   }
 
   /** Runs one fault: inject, then wait (with deadlines) until the pipeline caught up. */
-  async function fault(name: string, inject: () => Promise<string | void>): Promise<void> {
+  async function runFault(name: string, inject: () => Promise<string | void>): Promise<void> {
     const result: FaultResult = { name, ok: false }
     summary.faults.push(result)
     const started = Date.now()
@@ -205,42 +276,77 @@ describe.skipIf(!binaries.ok)('chaos: faults while the simulator streams and cli
     await settle('warm-up')
     for (const p of stack.processes()) startMemory.set(p, p.memory())
 
-    await fault('kill -9 a writer', async () => {
-      const victim = stack.writers[0]!
-      await victim.kill('SIGKILL')
-      stack.writers.shift()
-      stack.startWriter()
-      return `${victim.name} killed, ${stack.writers.at(-1)!.name} started`
-    })
+    for (let round = 1; round <= knobs.rounds; round++) {
+      const fault = (name: string, inject: () => Promise<string | void>) =>
+        runFault(knobs.rounds > 1 ? `${name} (round ${round})` : name, inject)
 
-    await fault('restart Redis', async () => {
-      await stack.redis.restart('SIGKILL')
-      return 'SIGKILL, restarted from its AOF'
-    })
+      // First in a round: the upstream's one-minute replay on reconnect then holds ordinary traffic.
+      await fault('drop the upstream connection', async () => {
+        const before = await stack.sim<{ streamConnects: number }>('GET', '/_sim/stats')
+        await stack.sim('POST', '/_sim/faults', { fault: 'drop' })
+        const after = await waitFor(
+          'the ingest to reconnect to the upstream',
+          async () => {
+            const s = await stack.sim<{ streamConnects: number; streamConnections: number }>(
+              'GET',
+              '/_sim/stats',
+            )
+            return s.streamConnects > before.streamConnects && s.streamConnections === 1 && s
+          },
+          { timeoutMs: knobs.faultTimeoutMs, intervalMs: 100 },
+        )
+        return `reconnected (${after.streamConnects - before.streamConnects} new connection(s))`
+      })
 
-    await fault('restart Postgres', async () => {
-      await stack.pg.restart()
-      return 'pg_ctl stop -m fast, start'
-    })
+      await fault('kill -9 a writer', async () => {
+        // Mid-batch when we can catch one: a batch is in flight while a posts job is active.
+        const midBatch = await waitFor(
+          'a posts batch in flight',
+          async () => (await postsQueue!.getActiveCount()) > 0,
+          { timeoutMs: 20_000, intervalMs: 5 },
+        ).catch(() => false)
+        const victim = stack.writers[0]!
+        await victim.kill('SIGKILL')
+        stack.writers.shift()
+        stack.startWriter()
+        return `${victim.name} killed${midBatch ? ' with a batch in flight' : ''}, ${stack.writers.at(-1)!.name} started`
+      })
 
-    await fault('drop the upstream connection', async () => {
-      const before = await stack.sim<{ streamConnects: number }>('GET', '/_sim/stats')
-      await stack.sim('POST', '/_sim/faults', { fault: 'drop' })
-      const after = await waitFor(
-        'the ingest to reconnect to the upstream',
-        async () => {
-          const s = await stack.sim<{ streamConnects: number; streamConnections: number }>(
-            'GET',
-            '/_sim/stats',
+      await fault('restart Redis', async () => {
+        await stack.redis.restart('SIGKILL')
+        return 'SIGKILL, restarted from its AOF'
+      })
+
+      await fault('restart Postgres', async () => {
+        await stack.pg.restart()
+        return 'pg_ctl stop -m fast, start'
+      })
+
+      if (delivery) {
+        await fault('kill -9 delivery', async () => {
+          const victim = stack.extra.find((p) => p.name.startsWith('delivery') && p.running)!
+          await victim.kill('SIGKILL')
+          stack.extra.splice(stack.extra.indexOf(victim), 1)
+          const next = stack.startRole('delivery')
+          return `${victim.name} killed, ${next.name} started`
+        })
+
+        await fault('webhook receiver failing', async () => {
+          const refused = webhook!.refused
+          webhook!.failNext(5)
+          await waitFor(
+            'the webhook receiver to refuse 5 deliveries',
+            () => (webhook!.refused >= refused + 5 ? true : false),
+            { timeoutMs: knobs.faultTimeoutMs },
           )
-          return s.streamConnects > before.streamConnects && s.streamConnections === 1 && s
-        },
-        { timeoutMs: knobs.faultTimeoutMs, intervalMs: 100 },
-      )
-      return `reconnected (${after.streamConnects - before.streamConnects} new connection(s))`
-    })
+          return '5 deliveries answered 503, retried'
+        })
+      }
+    }
 
-    await fault('a stream client that stops reading', async () => {
+    // Once, last: its bursts of Posts would make a later upstream reconnect's one-minute replay
+    // (backfill_minutes) larger than the simulator lets a reader fall behind.
+    await runFault('a stream client that stops reading', async () => {
       const client = openSlowReader({ apiUrl: stack.apiUrl, token: slow.token })
       const status = await client.status
       tally.add(status)
@@ -296,6 +402,17 @@ describe.skipIf(!binaries.ok)('chaos: faults while the simulator streams and cli
     await streamReader!.stop()
     summary.requests = tally.byClass()
     summary.stream = { posts: streamReader!.ids.size, connects: streamReader!.connects }
+    let undelivered: string[] = []
+    if (webhook) {
+      const expected = await expectedEvents(sent)
+      undelivered = expected.filter((id) => !webhook!.postIds.has(id))
+      summary.events = {
+        expected: expected.length,
+        delivered: expected.length - undelivered.length,
+        received: webhook.received,
+        refused: webhook.refused,
+      }
+    }
 
     for (const [p, start] of startMemory) {
       if (!p.running) continue
@@ -306,6 +423,7 @@ describe.skipIf(!binaries.ok)('chaos: faults while the simulator streams and cli
 
     expect(lost, 'Posts the upstream sent that were never stored').toEqual([])
     expect(Number(figures.duplicated)).toBe(0)
+    expect(undelivered, 'subscription events never delivered').toEqual([])
     expect(Number(figures.mismatched), 'conversations whose post_count is not count(*)').toBe(0)
     expect(tally.unexpected(), 'API answers other than 2xx, 4xx and 503').toEqual({})
     expect(tally.counts.get('200') ?? 0).toBeGreaterThan(0)
@@ -316,8 +434,8 @@ describe.skipIf(!binaries.ok)('chaos: faults while the simulator streams and cli
   })
 })
 
-/** The delivery role runs too once `threadline start --roles delivery` exists (issue 7). */
-async function deliveryRole(): Promise<string[]> {
+/** The delivery role runs (and its faults) once `threadline start --roles delivery` exists. */
+async function deliveryExists(): Promise<boolean> {
   const { ROLES } = await import('../../packages/cli/src/index.js')
-  return 'delivery' in ROLES ? ['delivery'] : []
+  return 'delivery' in ROLES
 }

@@ -256,3 +256,65 @@ export function openSlowReader(options: { apiUrl: string; token: string }): {
     destroy: () => req.destroy(),
   }
 }
+
+export interface WebhookReceiver {
+  url: string
+  /** Post ids of the events received (payload.id), each counted once. */
+  postIds: Set<string>
+  /** Event deliveries received (repeats included), and those answered with a failure. */
+  received: number
+  refused: number
+  /** The next `count` deliveries are answered 503, as a receiver that is down would. */
+  failNext(count: number): void
+  close(): Promise<void>
+}
+
+/** A webhook endpoint that records the activity events POSTed to it. */
+export async function startWebhookReceiver(): Promise<WebhookReceiver> {
+  let failures = 0
+  const receiver: WebhookReceiver = {
+    url: '',
+    postIds: new Set(),
+    received: 0,
+    refused: 0,
+    failNext: (count) => {
+      failures += count
+    },
+    close: async () => {},
+  }
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = []
+    req.on('data', (c: Buffer) => chunks.push(c))
+    req.on('end', () => {
+      if (req.method !== 'POST') {
+        // CRC checks are not under test here (the suite registers the webhook directly).
+        res.writeHead(200, { 'content-type': 'application/json' }).end('{}')
+        return
+      }
+      receiver.received++
+      if (failures > 0) {
+        failures--
+        receiver.refused++
+        res.writeHead(503).end()
+        return
+      }
+      try {
+        const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as {
+          data?: { payload?: { id?: string; data?: { id?: string } } }
+        }
+        const id = body.data?.payload?.id ?? body.data?.payload?.data?.id
+        if (id) receiver.postIds.add(id)
+      } catch {
+        // Counted as received; an unreadable body simply adds no id.
+      }
+      res.writeHead(200).end()
+    })
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  receiver.url = `http://127.0.0.1:${(server.address() as { port: number }).port}/webhook`
+  receiver.close = async () => {
+    server.closeAllConnections()
+    await new Promise<void>((resolve) => server.close(() => resolve()))
+  }
+  return receiver
+}

@@ -21,6 +21,8 @@ export interface ChaosSummary {
   posts?: { sent: number; stored: number; duplicated: number; lost: number; rows: number }
   requests?: Record<string, number>
   stream?: { posts: number; connects: number }
+  /** Activity events for the webhook subscription (when delivery runs). */
+  events?: { expected: number; delivered: number; received: number; refused: number }
   memory: MemoryRow[]
 }
 
@@ -82,6 +84,13 @@ export function formatSummary(s: ChaosSummary): string {
         `stream client: ${s.stream.posts} Posts received over ${s.stream.connects} connection(s)`,
       )
     out.push('')
+  }
+  if (s.events) {
+    out.push(
+      `webhook events: ${s.events.delivered}/${s.events.expected} expected delivered ` +
+        `(${s.events.received} deliveries received, ${s.events.refused} refused with 503 and retried)`,
+      '',
+    )
   }
   if (s.memory.length > 0) {
     out.push(

@@ -461,6 +461,8 @@ export interface Stack {
   /** Every service process started (killed ones too), for memory figures and logs. */
   processes(): ServiceProcess[]
   startWriter(): ServiceProcess
+  /** Starts another process of a role (e.g. a replacement `delivery`), listed in `extra`. */
+  startRole(role: string): ServiceProcess
   createApp(name: string): Promise<App>
   sim<T>(method: 'GET' | 'POST', path: string, body?: unknown): Promise<T>
   callApi<T>(
@@ -540,6 +542,12 @@ export async function startStack(bin: Binaries, options: StackOptions): Promise<
   }
   let writerCount = 0
   const startWriter = () => spawnService(`writer-${++writerCount}`, ['start', '--roles', 'writer'])
+  const roleCounts = new Map<string, number>()
+  const startRole = (role: string) => {
+    const n = (roleCounts.get(role) ?? 0) + 1
+    roleCounts.set(role, n)
+    return spawnService(n === 1 ? role : `${role}-${n}`, ['start', '--roles', role])
+  }
   let db: Db | undefined
 
   const closeAll = async () => {
@@ -578,9 +586,7 @@ export async function startStack(bin: Binaries, options: StackOptions): Promise<
     const writers = Array.from({ length: options.writers ?? 2 }, startWriter)
     const ingest = spawnService('ingest', ['start', '--roles', 'ingest'])
     const api = spawnService('api', ['start', '--roles', 'api'])
-    const extra = (options.extraRoles ?? []).map((role) =>
-      spawnService(role, ['start', '--roles', role]),
-    )
+    const extra = (options.extraRoles ?? []).map(startRole)
     await waitFor(
       'the API to answer',
       async () => (await fetch(`${apiUrl}/2/tweets/search/recent?query=x`)).status === 401,
@@ -626,6 +632,11 @@ export async function startStack(bin: Binaries, options: StackOptions): Promise<
         const w = startWriter()
         writers.push(w)
         return w
+      },
+      startRole: (role) => {
+        const p = startRole(role)
+        extra.push(p)
+        return p
       },
       async createApp(name) {
         const out = JSON.parse(await runCli(['apps', 'create', '--name', name], env)) as {
