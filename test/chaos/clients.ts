@@ -121,6 +121,8 @@ export interface StreamReader {
   latency: Array<{ at: number; ms: number }>
   connects: number
   disconnects: number
+  /** `disconnect_type` of each operational-disconnect line the API sent (e.g. SlowReader). */
+  disconnectTypes: string[]
   stop(): Promise<void>
 }
 
@@ -140,6 +142,7 @@ export function startStreamReader(options: {
     latency: [],
     connects: 0,
     disconnects: 0,
+    disconnectTypes: [],
     stop: async () => {},
   }
   let stopped = false
@@ -169,7 +172,12 @@ export function startStreamReader(options: {
               buffer = buffer.slice(i + 2)
               if (!line) continue
               try {
-                const msg = JSON.parse(line) as { data?: { id?: string } }
+                const msg = JSON.parse(line) as {
+                  data?: { id?: string }
+                  errors?: Array<{ disconnect_type?: string }>
+                }
+                const type = msg.errors?.[0]?.disconnect_type
+                if (type) reader.disconnectTypes.push(type)
                 const id = msg.data?.id
                 if (id && !reader.ids.has(id)) {
                   reader.ids.add(id)
