@@ -18,7 +18,8 @@ import { benchEnv, log } from './lib/setup.js'
  * Measures what docs/capacity.md extrapolates from: the bytes per Post of the `posts` heap and of
  * each index (and of the tables a Post touches), after storing N Posts (~1 KB lines, conversations
  * of 1000) through storeBatch as the writer does; and the Redis bytes of a queued Post (a `posts`
- * job's hash, per line) and of a `stored` stream entry (MEMORY USAGE … SAMPLES 0). `ratio` is the
+ * job's hash, per line) and of a `stored` stream entry (MEMORY USAGE … SAMPLES 0), and the WAL
+ * bytes per stored Post. `ratio` is the
  * bytes of all `posts` indexes over the bytes of its heap (with TOAST), both measured here.
  */
 const { values } = parseArgs({
@@ -40,6 +41,11 @@ try {
   log(`storing ${total} Posts through storeBatch in batches of ${batchSize}…`)
   let lineBytes = 0
   let stored = 0
+  // WAL written while storing (the shared server's other traffic adds noise; run it quiet).
+  const walAt = async () =>
+    (await sql<{ lsn: string }>`SELECT pg_current_wal_lsn()::text AS lsn`.execute(env.db)).rows[0]!
+      .lsn
+  const walStart = await walAt()
   const started = performance.now()
   let sampleLines: string[] = []
   for (let c = 0; stored < total; c++) {
@@ -60,6 +66,16 @@ try {
     if (c % 20 === 19) log(`  ${stored} stored`)
   }
   const storeSeconds = (performance.now() - started) / 1000
+  const walBytes = Number(
+    (
+      await sql<{
+        n: string
+      }>`SELECT pg_wal_lsn_diff(${await walAt()}::pg_lsn, ${walStart}::pg_lsn)::text AS n`.execute(
+        env.db,
+      )
+    ).rows[0]!.n,
+  )
+  log(`WAL: ${Math.round(walBytes / total)} bytes per Post`)
   const avgLine = lineBytes / total
   log(`stored in ${storeSeconds.toFixed(1)} s; average line ${Math.round(avgLine)} bytes`)
 
@@ -173,6 +189,7 @@ try {
       users: Number(counts.users),
       avg_line_bytes: Math.round(avgLine),
       store_posts_per_s: Math.round(total / storeSeconds),
+      wal_bytes_per_post: Math.round(walBytes / total),
       bytes_per_post: Object.fromEntries(Object.entries(perPost).map(([k, v]) => [k, round(v)])),
       gib_per_100m: {
         posts_heap: round((postsHeap * PER) / GB),
