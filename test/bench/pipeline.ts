@@ -8,24 +8,17 @@ import pg from 'pg'
 import { from as copyFrom, to as copyTo } from 'pg-copy-streams'
 import { loadConfig } from '@threadline/config'
 import { addRules, createApp, createDb, migrateToLatest, sql, withDatabase } from '@threadline/db'
-import { ingestFromConfig } from '@threadline/ingest'
-import { createLogger } from '@threadline/logger'
 import { closeRedis, createRedis } from '@threadline/queue'
-import { writerFromConfig } from '@threadline/writer'
 
 /**
  * `pnpm bench pipeline [posts] [rate]`: the simulator at full speed (its own process) → ingest →
  * BullMQ `posts` → writer → Postgres, for a fixed number of Posts. Reports Posts/s end to end and,
- * in the same run, the rate of a plain COPY of the same rows into a bare posts-like table; the last
+ * in the same run, the rate of a plain COPY of the same rows into a table identical to posts; the last
  * line is JSON with `ratio` = pipeline / COPY.
  */
 const target = Number(process.argv[2] ?? 50_000)
 const rate = Number(process.argv[3] ?? 100_000)
 const base = loadConfig()
-const logger = createLogger({
-  level: process.env.BENCH_LOG_LEVEL ?? 'warn',
-  name: 'bench-pipeline',
-})
 const id = randomBytes(4).toString('hex')
 const prefix = `bench-pipeline-${id}`
 // A database of its own, fresh each run: a schema in a shared database could resolve to another
@@ -37,13 +30,6 @@ await admin.connect()
 await admin.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`)
 await admin.query(`CREATE DATABASE ${database}`)
 await admin.end()
-const config = loadConfig({
-  ...process.env,
-  DATABASE_URL: url,
-  QUEUE_PREFIX: prefix,
-  LOG_LEVEL: 'warn',
-  INGEST_STALL_MS: '30000',
-})
 const db = createDb({ url, poolMax: 2, applicationName: 'bench-pipeline' })
 const here = dirname(fileURLToPath(import.meta.url))
 const token = 'bench-token'
@@ -63,6 +49,7 @@ const simUrl = await new Promise<string>((resolve, reject) => {
   sim.once('exit', (code) => reject(new Error(`simulator exited with ${code}`)))
 })
 
+const roles: ReturnType<typeof spawn>[] = []
 const stored = async () =>
   Number((await sql<{ n: string }>`SELECT count(*)::text AS n FROM posts`.execute(db)).rows[0]!.n)
 
@@ -71,13 +58,24 @@ try {
   console.log(
     `pipeline: ${target} Posts, simulator at up to ${rate}/s (${simUrl}), database ${database}`,
   )
-  const writer = await writerFromConfig(config, logger)
-  const ingest = await ingestFromConfig(config, logger, {
-    upstreamUrl: simUrl,
-    options: { upstreamBearerToken: token },
-  })
-  await writer.start()
-  await ingest.start()
+  // Writer and ingest run as their own processes, as in production (each with its own event loop).
+  const roleEnv = {
+    ...process.env,
+    DATABASE_URL: url,
+    QUEUE_PREFIX: prefix,
+    LOG_LEVEL: 'warn',
+    UPSTREAM_URL: simUrl,
+    UPSTREAM_BEARER_TOKEN: token,
+  }
+  const cli = fileURLToPath(new URL('../../packages/cli/src/main.ts', import.meta.url))
+  roles.push(
+    ...['writer', 'ingest'].map((role) =>
+      spawn(process.execPath, ['--import', 'tsx', cli, 'start', '--roles', role], {
+        env: roleEnv,
+        stdio: ['ignore', 'inherit', 'inherit'],
+      }),
+    ),
+  )
   const app = await createApp(db, 'bench')
   await addRules(db, app.app_id, [{ value: 'bench:everything' }], { cap: 1000 })
 
@@ -91,25 +89,31 @@ try {
     const n = await stored()
     const now = performance.now()
     if (now - lastPrint >= 1_000) {
-      console.log(
-        `  ${n} stored, ${Math.round(((n - last) * 1000) / (now - lastPrint))}/s, read ${ingest.stats().lines} lines`,
-      )
+      console.log(`  ${n} stored, ${Math.round(((n - last) * 1000) / (now - lastPrint))}/s`)
       last = n
       lastPrint = now
     }
     if (n >= target + startCount) break
-    await new Promise((r) => setTimeout(r, 100))
+    // A count over a growing table costs Postgres CPU: poll gently.
+    await new Promise((r) => setTimeout(r, 1_000))
   }
   const elapsedMs = performance.now() - t0
   const storedRows = (await stored()) - startCount
   const pipelineRate = (storedRows * 1000) / elapsedMs
-  await ingest.close()
-  await writer.close()
+  await Promise.all(
+    roles.map(
+      (child) =>
+        new Promise((r) => {
+          child.once('exit', r)
+          child.kill('SIGTERM')
+        }),
+    ),
+  )
   sim.kill('SIGTERM')
 
-  // Baseline: the same rows, COPY'd into a bare posts-like table (one statement, one index).
-  const columns =
-    'id, conversation_id, author_id, in_reply_to_user_id, in_reply_to_post_id, text, created_at, lang, raw'
+  // Baseline: the same rows, COPY'd into a table identical to posts (same columns and indexes),
+  // as `bench ingest` does.
+  const columns = '*'
   const client = new pg.Client({ connectionString: url })
   await client.connect()
   const chunks: Buffer[] = []
@@ -122,16 +126,10 @@ try {
       },
     }),
   )
-  await client.query(`CREATE TABLE copy_baseline (
-    id bigint PRIMARY KEY, conversation_id bigint, author_id bigint, in_reply_to_user_id bigint,
-    in_reply_to_post_id bigint, text text NOT NULL, created_at timestamptz NOT NULL, lang text,
-    raw jsonb NOT NULL)`)
+  await client.query('CREATE TABLE copy_baseline (LIKE posts INCLUDING ALL)')
   const rows = Number((await client.query('SELECT count(*)::int AS n FROM posts')).rows[0].n)
   const c0 = performance.now()
-  await pipeline(
-    Readable.from(chunks),
-    client.query(copyFrom(`COPY copy_baseline (${columns}) FROM STDIN`)),
-  )
+  await pipeline(Readable.from(chunks), client.query(copyFrom('COPY copy_baseline FROM STDIN')))
   const copyMs = performance.now() - c0
   await client.end()
   const copyRate = (rows * 1000) / copyMs
@@ -155,6 +153,7 @@ try {
   )
 } finally {
   sim.kill('SIGTERM')
+  for (const child of roles) if (child.exitCode === null) child.kill('SIGKILL')
   await db.destroy()
   const cleanup = new pg.Client({ connectionString: withDatabase(base.DATABASE_URL, 'postgres') })
   await cleanup.connect()
