@@ -1,5 +1,7 @@
+import { readFileSync } from 'node:fs'
 import { describe, expect, it } from 'vitest'
 import { queuesForRoles } from './from-config.js'
+import { queueMetrics } from './queue-sampler.js'
 import { reconnectCause } from './areas.js'
 import { createMetrics, type Metrics } from './metrics.js'
 
@@ -197,5 +199,29 @@ describe('metrics', () => {
       'posts',
       'webhooks',
     ])
+  })
+
+  it('has a dashboard that asks only for series the processes export', async () => {
+    const m = createMetrics()
+    m.writer()
+    m.ingest()
+    m.api()
+    m.delivery()
+    queueMetrics(m.registry)
+    const families = new Set<string>()
+    for (const f of await m.registry.getMetricsAsJSON()) {
+      families.add(f.name)
+      if (f.type === 'histogram')
+        for (const s of ['_bucket', '_sum', '_count']) families.add(f.name + s)
+    }
+    const dashboard = JSON.parse(
+      readFileSync(new URL('../../../infra/grafana/threadline.json', import.meta.url), 'utf8'),
+    ) as { panels: Array<{ targets?: Array<{ expr: string }> }> }
+    const exprs = dashboard.panels.flatMap((p) => (p.targets ?? []).map((t) => t.expr))
+    expect(exprs.length).toBeGreaterThan(30)
+    const used = new Set(
+      exprs.flatMap((e) => e.match(/\b(?:threadline|process|nodejs)_\w+/g) ?? []),
+    )
+    expect([...used].filter((name) => !families.has(name))).toEqual([])
   })
 })

@@ -24,33 +24,40 @@ export interface QueueSampler {
 
 const STATES = ['waiting', 'active', 'delayed', 'failed'] as const
 
+/** The queue families (made by the sampler; exported so the dashboard's names can be checked). */
+export function queueMetrics(registry: Registry) {
+  const registers = [registry]
+  return {
+    jobs: new Gauge({
+      name: 'threadline_queue_jobs',
+      help: 'Jobs per queue and state (waiting, active, delayed, failed), as last sampled',
+      labelNames: ['queue', 'state'] as const,
+      registers,
+    }),
+    oldest: new Gauge({
+      name: 'threadline_queue_oldest_waiting_seconds',
+      help: 'Age of the oldest waiting job (now minus its creation time); 0 when none waits',
+      labelNames: ['queue'] as const,
+      registers,
+    }),
+    errors: new Counter({
+      name: 'threadline_queue_sample_errors_total',
+      help: 'Queue samples that failed (Redis unreachable)',
+      labelNames: ['queue'] as const,
+      registers,
+    }),
+  }
+}
+
 /**
  * Queue depths and the age of the oldest waiting job, read from BullMQ on a timer rather than at
  * scrape time, so a slow or absent Redis never stalls a scrape. On a failed read the last values
  * stay and `threadline_queue_sample_errors_total` counts it.
  */
 export function createQueueSampler(deps: QueueSamplerDeps): QueueSampler {
-  const registers = [deps.registry]
   const now = deps.now ?? Date.now
   const log = deps.logger.child({ component: 'queue-sampler' })
-  const jobs = new Gauge({
-    name: 'threadline_queue_jobs',
-    help: 'Jobs per queue and state (waiting, active, delayed, failed), as last sampled',
-    labelNames: ['queue', 'state'] as const,
-    registers,
-  })
-  const oldest = new Gauge({
-    name: 'threadline_queue_oldest_waiting_seconds',
-    help: 'Age of the oldest waiting job (now minus its creation time); 0 when none waits',
-    labelNames: ['queue'] as const,
-    registers,
-  })
-  const errors = new Counter({
-    name: 'threadline_queue_sample_errors_total',
-    help: 'Queue samples that failed (Redis unreachable)',
-    labelNames: ['queue'] as const,
-    registers,
-  })
+  const { jobs, oldest, errors } = queueMetrics(deps.registry)
   for (const queue of deps.queues) errors.inc({ queue }, 0)
   const queues = deps.queues.map((name) => ({
     name,
