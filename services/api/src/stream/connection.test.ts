@@ -1,0 +1,267 @@
+import { EventEmitter } from 'node:events'
+import type { ServerResponse } from 'node:http'
+import type { FastifyReply } from 'fastify'
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
+import type { ConnectionSlots } from '@threadline/queue'
+import { ApiError } from '../errors.js'
+import { disconnectLine, StreamConnection, StreamRegistry } from './connection.js'
+
+/**
+ * StreamConnection and StreamRegistry against a fake response (no sockets): framing, keep-alives
+ * on a fake clock, the slow-reader cut-off, close reasons, the per-app limit and shutdown.
+ */
+class FakeResponse extends EventEmitter {
+  readonly chunks: string[] = []
+  /** Bytes "queued in user space": grows with each write unless the fake reader drains. */
+  writableLength = 0
+  closed = false
+  destroyed = false
+  finished = false
+  status: number | undefined
+  headers: Record<string, unknown> | undefined
+  /** A reader that keeps up: nothing stays queued. */
+  draining = true
+  /** Closes as soon as the response ends (a client that reads to the end). */
+  closeOnEnd = true
+  readonly socket = { setNoDelay: vi.fn() }
+
+  write(chunk: string): boolean {
+    this.chunks.push(chunk)
+    if (!this.draining) this.writableLength += Buffer.byteLength(chunk)
+    return true
+  }
+  end(chunk?: string): this {
+    if (chunk !== undefined) this.chunks.push(chunk)
+    this.finished = true
+    if (this.closeOnEnd) this.close()
+    return this
+  }
+  destroy(): this {
+    this.destroyed = true
+    this.close()
+    return this
+  }
+  close(): void {
+    if (this.closed) return
+    this.closed = true
+    this.emit('close')
+  }
+  writeHead(status: number, headers: Record<string, unknown>): this {
+    this.status = status
+    this.headers = headers
+    return this
+  }
+  flushHeaders(): void {}
+  /** Everything written, as the client would read it. */
+  get text(): string {
+    return this.chunks.join('')
+  }
+}
+
+function fakeReply(res = new FakeResponse()): { reply: FastifyReply; res: FakeResponse } {
+  const reply = {
+    raw: res as unknown as ServerResponse,
+    hijack: vi.fn(),
+    getHeaders: () => ({ 'x-rate-limit-limit': '50', 'x-absent': undefined }),
+  }
+  return { reply: reply as unknown as FastifyReply, res }
+}
+
+const connection = (res: FakeResponse, options: Partial<{ maxBufferedBytes: number }> = {}) =>
+  new StreamConnection('app-1', res as unknown as ServerResponse, {
+    keepAliveMs: 1_000,
+    maxBufferedBytes: options.maxBufferedBytes ?? 1_000_000,
+    closeGraceMs: 500,
+  })
+
+beforeEach(() => {
+  vi.useFakeTimers()
+})
+afterEach(() => {
+  vi.useRealTimers()
+})
+
+describe('StreamConnection', () => {
+  it('ends every message, object or JSON text, with \\r\\n', () => {
+    const res = new FakeResponse()
+    const conn = connection(res)
+    expect(conn.send({ data: { id: '1' } })).toBe(true)
+    expect(conn.send('{"data":{"id":"2"}}')).toBe(true)
+    expect(res.text).toBe('{"data":{"id":"1"}}\r\n{"data":{"id":"2"}}\r\n')
+    expect(conn.sent).toBe(2)
+  })
+
+  it('writes a bare \\r\\n only after a whole quiet interval', () => {
+    const res = new FakeResponse()
+    const conn = connection(res)
+    vi.advanceTimersByTime(999)
+    expect(res.chunks).toEqual([])
+    vi.advanceTimersByTime(1)
+    expect(res.chunks).toEqual(['\r\n'])
+    // A message resets the interval: no keep-alive until 1 s after it.
+    vi.advanceTimersByTime(600)
+    conn.send({ n: 1 })
+    vi.advanceTimersByTime(900)
+    expect(res.chunks).toEqual(['\r\n', '{"n":1}\r\n'])
+    vi.advanceTimersByTime(100)
+    expect(res.chunks).toEqual(['\r\n', '{"n":1}\r\n', '\r\n'])
+    vi.advanceTimersByTime(3_000)
+    expect(res.chunks.filter((c) => c === '\r\n')).toHaveLength(5)
+    expect(conn.sent).toBe(1)
+  })
+
+  it('cuts off a reader whose buffer passes the bound, with the SlowReader line, then drops it', async () => {
+    const res = new FakeResponse()
+    res.draining = false
+    res.closeOnEnd = false // the reader does not read, so `end` never finishes
+    const conn = connection(res, { maxBufferedBytes: 150 })
+    const line = { data: 'x'.repeat(40) } // 53 bytes framed
+    expect(conn.send(line)).toBe(true)
+    expect(conn.send(line)).toBe(true)
+    expect(conn.send(line)).toBe(false) // 159 bytes queued: past the bound
+    expect(conn.open).toBe(false)
+    expect(res.finished).toBe(true)
+    expect(res.chunks.at(-1)).toBe(disconnectLine('SlowReader'))
+    // Nothing more is written to a closed stream, keep-alives included.
+    expect(conn.send(line)).toBe(false)
+    vi.advanceTimersByTime(499)
+    expect(res.destroyed).toBe(false)
+    vi.advanceTimersByTime(1)
+    expect(res.destroyed).toBe(true)
+    await expect(conn.closed).resolves.toBe('SlowReader')
+    expect(res.chunks.filter((c) => c === '\r\n')).toEqual([])
+  })
+
+  it('reports a client that left, once, to every listener, and stops its keep-alives', async () => {
+    const res = new FakeResponse()
+    const conn = connection(res)
+    const a = vi.fn()
+    const b = vi.fn()
+    conn.onClose(() => {
+      throw new Error('a failing listener')
+    })
+    conn.onClose(a)
+    conn.onClose(b)
+    res.close()
+    res.emit('close')
+    await expect(conn.closed).resolves.toBe('client')
+    expect(a).toHaveBeenCalledTimes(1)
+    expect(a).toHaveBeenCalledWith('client')
+    expect(b).toHaveBeenCalledTimes(1)
+    expect(conn.open).toBe(false)
+    vi.advanceTimersByTime(5_000)
+    expect(res.chunks).toEqual([])
+    // A listener added afterwards still hears about it.
+    const late = vi.fn()
+    conn.onClose(late)
+    await Promise.resolve()
+    expect(late).toHaveBeenCalledWith('client')
+  })
+
+  it('frames the operational-disconnect line as X does', () => {
+    expect(JSON.parse(disconnectLine('OperationalDisconnect'))).toEqual({
+      errors: [
+        {
+          title: 'operational-disconnect',
+          disconnect_type: 'OperationalDisconnect',
+          detail: expect.any(String),
+          type: 'https://api.twitter.com/2/problems/operational-disconnect',
+        },
+      ],
+    })
+    expect(disconnectLine('SlowReader', 'why')).toMatch(/"detail":"why".*\r\n$/)
+    expect(disconnectLine('SlowReader').indexOf('\n')).toBe(disconnectLine('SlowReader').length - 1)
+  })
+})
+
+describe('StreamRegistry', () => {
+  const registry = (slots?: ConnectionSlots) =>
+    new StreamRegistry({
+      kind: 'test',
+      maxPerApp: 1,
+      keepAliveMs: 1_000,
+      maxBufferedBytes: 1_000_000,
+      closeGraceMs: 500,
+      slots,
+    })
+
+  it('takes the reply over and sends 200 with JSON headers and the headers set so far', async () => {
+    const r = registry()
+    const { reply, res } = fakeReply()
+    const conn = await r.open(reply, 'a')
+    expect((reply as unknown as { hijack: () => void }).hijack).toHaveBeenCalled()
+    expect(res.status).toBe(200)
+    expect(res.headers).toEqual({
+      'x-rate-limit-limit': '50',
+      'content-type': 'application/json; charset=utf-8',
+      'cache-control': 'no-cache',
+      'x-accel-buffering': 'no',
+    })
+    expect(res.socket.setNoDelay).toHaveBeenCalledWith(true)
+    expect([...r.connections('a')]).toEqual([conn])
+    expect(r.size).toBe(1)
+  })
+
+  it('refuses a second connection of one app with 429 TooManyConnections, not another app', async () => {
+    const r = registry()
+    const idle = vi.fn()
+    r.onAppIdle(idle)
+    const first = fakeReply()
+    await r.open(first.reply, 'a')
+    const second = fakeReply()
+    const err = await r.open(second.reply, 'a').catch((e: unknown) => e)
+    expect(err).toBeInstanceOf(ApiError)
+    expect((err as ApiError).status).toBe(429)
+    expect((err as ApiError).body).toMatchObject({
+      title: 'ConnectionException',
+      connection_issue: 'TooManyConnections',
+    })
+    expect(second.res.status).toBeUndefined() // nothing written: Fastify answers the 429
+    await r.open(fakeReply().reply, 'b')
+    first.res.close()
+    await Promise.resolve()
+    expect(idle).toHaveBeenCalledWith('a')
+    expect(r.connections('a').size).toBe(0)
+    await r.open(fakeReply().reply, 'a')
+  })
+
+  it('counts through shared slots when given, and gives the slot back on close', async () => {
+    const release = vi.fn(async () => {})
+    let free = 1
+    const slots: ConnectionSlots = {
+      acquire: vi.fn(async () => (free-- > 0 ? release : undefined)),
+      close: vi.fn(),
+    }
+    const r = registry(slots)
+    const { reply, res } = fakeReply()
+    await r.open(reply, 'a')
+    expect(slots.acquire).toHaveBeenCalledWith('test:a', 1)
+    const err = await r.open(fakeReply().reply, 'a').catch((e: unknown) => e)
+    expect((err as ApiError).status).toBe(429)
+    res.close()
+    await Promise.resolve()
+    expect(release).toHaveBeenCalledTimes(1)
+  })
+
+  it('on shutdown sends OperationalDisconnect to every stream, waits for them, and refuses new ones', async () => {
+    const r = registry()
+    const a = fakeReply()
+    const b = fakeReply()
+    b.res.closeOnEnd = false // a client that does not drain: dropped after the grace
+    await r.open(a.reply, 'a')
+    await r.open(b.reply, 'b')
+    let done = false
+    const closing = r.closeAll().then(() => (done = true))
+    await Promise.resolve()
+    for (const res of [a.res, b.res]) {
+      expect(res.chunks.at(-1)).toBe(disconnectLine('OperationalDisconnect'))
+    }
+    expect(done).toBe(false)
+    vi.advanceTimersByTime(500)
+    await closing
+    expect(b.res.destroyed).toBe(true)
+    expect(r.size).toBe(0)
+    const err = await r.open(fakeReply().reply, 'c').catch((e: unknown) => e)
+    expect((err as ApiError).status).toBe(503)
+  })
+})
