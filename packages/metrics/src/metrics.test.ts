@@ -211,7 +211,7 @@ describe('metrics', () => {
     const families = new Set<string>()
     for (const f of await m.registry.getMetricsAsJSON()) {
       families.add(f.name)
-      if (f.type === 'histogram')
+      if (String(f.type) === 'histogram')
         for (const s of ['_bucket', '_sum', '_count']) families.add(f.name + s)
     }
     const dashboard = JSON.parse(
