@@ -4,7 +4,9 @@ import { apiFromConfig, type ApiServer } from '@threadline/api'
 import { loadConfig } from '@threadline/config'
 import { addRules, createApp, sql } from '@threadline/db'
 import { createMetrics, createQueueSampler, metricsFromConfig } from '@threadline/metrics'
+import { ingestFromConfig } from '@threadline/ingest'
 import { createQueue, type PostsJob, type PostsJobResult } from '@threadline/queue'
+import { createSimulator } from '@threadline/simulator'
 import { createTestEnv, generateConversation, waitFor, type TestEnv } from '@threadline/testing'
 import { writerFromConfig } from '@threadline/writer'
 
@@ -247,5 +249,86 @@ describe('queue sampler', () => {
     // The oldest is the first added: exactly 90 s before the injected clock.
     expect(read(text, 'threadline_queue_oldest_waiting_seconds', q)).toBe(90)
     expect(read(text, 'threadline_queue_sample_errors_total', q)).toBe(0)
+  })
+})
+
+describe('ingest metrics against the simulator', () => {
+  it('counts stream lines, backfill pages, reconnects by cause and the lease', async () => {
+    const token = 'sim-token'
+    const sim = createSimulator({
+      port: 0,
+      rate: 0,
+      seed: 5,
+      bearerToken: token,
+      keepAliveMs: 100,
+      world: { users: 50, historyPosts: 300, demoConversations: 1 },
+    })
+    await sim.start()
+    env.defer(() => sim.close())
+    const config = loadConfig({
+      ...env.env,
+      METRICS_PORT: '0',
+      UPSTREAM_BEARER_TOKEN: token,
+      UPSTREAM_SEARCH: 'all',
+      BATCH_MAX_MS: '20',
+      INGEST_RECONCILE_MS: '500',
+      INGEST_RULES_DEBOUNCE_MS: '20',
+      INGEST_NETWORK_BACKOFF_STEP_MS: '20',
+      INGEST_NO_RULES_RETRY_MS: '200',
+      INGEST_LEASE_MS: '1500',
+    })
+    const metrics = createMetrics({ defaultMetrics: false })
+    const ingest = await ingestFromConfig(config, env.logger, { upstreamUrl: sim.url }, metrics)
+    env.defer(() => ingest.close())
+    await ingest.start()
+    const value = async (name: string, labels: Record<string, string> = {}) => {
+      try {
+        return read(await metrics.text(), name, labels)
+      } catch {
+        return 0 // no series yet
+      }
+    }
+
+    const conversationId = sim.demoConversations()[0]!
+    const app = await createApp(env.db, 'metrics-ingest')
+    await addRules(env.db, app.app_id, [{ value: `conversation_id:${conversationId}` }], {
+      cap: 10,
+    })
+    await waitFor('leading and connected', async () =>
+      (await value('threadline_ingest_leader')) === 1 &&
+      (await value('threadline_ingest_stream_connects_total')) >= 1
+        ? true
+        : undefined,
+    )
+    await waitFor('backfill pages handed on', async () =>
+      (await value('threadline_ingest_backfill_pages_total')) >= 1 ? true : undefined,
+    )
+
+    for (let i = 0; i < 5; i++) sim.reply(conversationId)
+    await waitFor('five stream lines read', async () =>
+      (await value('threadline_ingest_stream_lines_total')) >= 5 ? true : undefined,
+    )
+    await waitFor('the lines queued', async () =>
+      (await value('threadline_ingest_lines_queued_total', { source: 'stream' })) ===
+      (await value('threadline_ingest_stream_lines_total'))
+        ? true
+        : undefined,
+    )
+
+    // A cut socket: one reconnect, labelled by its cause, then a second connection.
+    // (A 409 before the rule reached the upstream may already count as `no-rules`.)
+    const cut = async () =>
+      (await value('threadline_ingest_reconnects_total', { cause: 'network' })) +
+      (await value('threadline_ingest_reconnects_total', { cause: 'ended' }))
+    expect(await cut()).toBe(0)
+    sim.faults.dropStreams({ graceful: false })
+    await waitFor('a reconnect counted', async () =>
+      (await value('threadline_ingest_stream_connects_total')) >= 2 ? true : undefined,
+    )
+    expect(await cut()).toBeGreaterThanOrEqual(1)
+    const text = await metrics.text()
+    expect(read(text, 'threadline_ingest_batches_queued_total', { source: 'backfill' })).toBe(
+      read(text, 'threadline_ingest_backfill_pages_total'),
+    )
   })
 })
