@@ -21,6 +21,11 @@ import { ApiError, PROBLEM_BASE } from '../errors.js'
 
 export type DisconnectType = 'OperationalDisconnect' | 'SlowReader' | 'ConnectionPurged'
 
+/** How long a buffer over the bound may take to drain before its reader counts as slow. */
+const SLOW_READER_GRACE_MS = 2_000
+/** Past this many times the bound a reader is cut off at once: memory stays bounded meanwhile. */
+const HARD_BOUND_FACTOR = 4
+
 const DISCONNECT_DETAIL: Record<DisconnectType, string> = {
   OperationalDisconnect:
     'This stream has been disconnected for operational reasons. Please reconnect.',
@@ -76,6 +81,7 @@ export class StreamConnection {
   sent = 0
   private lastWrite = Date.now()
   private keepAliveTimer: NodeJS.Timeout | undefined
+  private slowCheck: NodeJS.Timeout | undefined
   private graceTimer: NodeJS.Timeout | undefined
   private ended = false
   private reason: CloseReason | undefined
@@ -131,9 +137,20 @@ export class StreamConnection {
     this.res.write(line + '\r\n')
     this.sent += 1
     this.lastWrite = Date.now()
-    if (this.res.writableLength > this.options.maxBufferedBytes) {
+    const buffered = this.res.writableLength
+    const bound = this.options.maxBufferedBytes
+    if (buffered > bound * HARD_BOUND_FACTOR) {
       this.disconnect('SlowReader')
       return false
+    }
+    // A batch written in one tick can pass the bound however fast the client reads: it is slow
+    // only if the buffer is still over the bound once the socket has had time to drain.
+    if (buffered > bound && !this.slowCheck) {
+      this.slowCheck = setTimeout(() => {
+        this.slowCheck = undefined
+        if (!this.ended && this.res.writableLength > bound) this.disconnect('SlowReader')
+      }, SLOW_READER_GRACE_MS)
+      this.slowCheck.unref()
     }
     return true
   }
@@ -144,6 +161,7 @@ export class StreamConnection {
     this.ended = true
     this.reason = type
     clearTimeout(this.keepAliveTimer)
+    clearTimeout(this.slowCheck)
     this.res.end(disconnectLine(type, detail))
     // A reader that does not drain never lets `end` finish: its buffer is released by force.
     this.graceTimer = setTimeout(() => this.res.destroy(), this.options.closeGraceMs ?? 1_000)
