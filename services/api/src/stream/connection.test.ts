@@ -110,26 +110,47 @@ describe('StreamConnection', () => {
     expect(conn.sent).toBe(1)
   })
 
-  it('cuts off a reader whose buffer passes the bound, with the SlowReader line, then drops it', async () => {
+  it('cuts off a reader that does not drain, with the SlowReader line, then drops it', async () => {
     const res = new FakeResponse()
     res.draining = false
     res.closeOnEnd = false // the reader does not read, so `end` never finishes
-    const conn = connection(res, { maxBufferedBytes: 150 })
+    const bound = 150
+    const conn = connection(res, { maxBufferedBytes: bound })
     const line = { data: 'x'.repeat(40) } // 53 bytes framed
-    expect(conn.send(line)).toBe(true)
-    expect(conn.send(line)).toBe(true)
-    expect(conn.send(line)).toBe(false) // 159 bytes queued: past the bound
+    let maxBuffered = 0
+    let sends = 0
+    // One message every 100 ms: however the connection judges slowness (at once past the bound,
+    // or past it for a while), a reader that never drains is cut off, with memory bounded.
+    while (conn.open && sends < 1_000) {
+      conn.send(line)
+      sends += 1
+      maxBuffered = Math.max(maxBuffered, res.writableLength)
+      vi.advanceTimersByTime(100)
+    }
     expect(conn.open).toBe(false)
+    expect(maxBuffered).toBeLessThan(10 * bound)
     expect(res.finished).toBe(true)
     expect(res.chunks.at(-1)).toBe(disconnectLine('SlowReader'))
     // Nothing more is written to a closed stream, keep-alives included.
+    const written = res.chunks.length
     expect(conn.send(line)).toBe(false)
+    vi.advanceTimersByTime(5_000)
+    expect(res.chunks.length).toBe(written)
+    // The grace to drain the last line is over: the socket is dropped.
+    expect(res.destroyed).toBe(true)
+    await expect(conn.closed).resolves.toBe('SlowReader')
+  })
+
+  it('drops a cut-off reader only after the close grace', () => {
+    const res = new FakeResponse()
+    res.closeOnEnd = false
+    const conn = connection(res)
+    conn.disconnect('SlowReader')
+    expect(res.chunks).toEqual([disconnectLine('SlowReader')])
     vi.advanceTimersByTime(499)
     expect(res.destroyed).toBe(false)
     vi.advanceTimersByTime(1)
     expect(res.destroyed).toBe(true)
-    await expect(conn.closed).resolves.toBe('SlowReader')
-    expect(res.chunks.filter((c) => c === '\r\n')).toEqual([])
   })
 
   it('reports a client that left, once, to every listener, and stops its keep-alives', async () => {
