@@ -51,6 +51,8 @@ export async function createTestEnv(overrides: Record<string, string> = {}): Pro
     REDIS_URL: redisUrl,
     QUEUE_PREFIX: prefix,
     LOG_LEVEL: 'silent',
+    // Test processes would all compete for the default metrics port; tests that scrape set one.
+    METRICS_PORT: '0',
     ...overrides,
   }
   const deferred: Array<() => Promise<unknown> | unknown> = []
