@@ -447,10 +447,7 @@ describe('GET /2/activity/stream', () => {
     const q = await newApp('quiet')
     await subscribe(q, { event_type: 'post.create', filter: { user_id: '8301' } })
     const s = await openActivityStream(q.token)
-    const opened = Date.now()
     await waitFor('three keep-alives', () => s.keepAlives >= 3)
-    // Three intervals at least passed (a keep-alive comes only after a quiet interval).
-    expect(Date.now() - opened).toBeGreaterThanOrEqual(3 * KEEP_ALIVE_MS - 20)
     expect(s.messages).toEqual([])
     expect(s.badFraming).toEqual([])
     // An event in between does not break the framing.
