@@ -32,11 +32,11 @@ import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 import { loadConfig } from '@threadline/config'
-import { createApp, createDb, createWebhook } from '@threadline/db'
+import { createApp, createDb, createWebhook, sql } from '@threadline/db'
 import { deliveryFromConfig } from '@threadline/delivery'
 import { formatPostTime, generateId, snowflakeTime } from '@threadline/domain'
 import { createLogger, silentLogger } from '@threadline/logger'
-import { closeRedis, createRedis } from '@threadline/queue'
+import { closeRedis, createQueue, createRedis } from '@threadline/queue'
 import { runUntilSignal } from '@threadline/runtime'
 import { createWriter, storeLines } from '@threadline/writer'
 import { benchEnv, log } from './lib/setup.js'
@@ -367,6 +367,20 @@ async function main(): Promise<void> {
     log(
       `threadline: ${perTick * ticks} Posts at ${RATE}/s for ${DURATION_S} s → delivery → ${hooks.length} webhooks`,
     )
+    // Where a backlog builds: activity jobs not yet turned into events, or events queued for
+    // their webhooks (progress lines only; polled every 2 s).
+    const progressRedis = createRedis(env.redisUrl, 'producer', 'bench-progress')
+    const activityQueue = createQueue('activity', {
+      connection: progressRedis,
+      prefix: env.prefix,
+      logger: silentLogger(),
+    })
+    const backlog = async () => {
+      const jobs = await activityQueue.getJobCounts('waiting', 'active', 'delayed')
+      const { rows } = await sql<{ n: string }>`
+        SELECT count(*)::text AS n FROM webhook_deliveries`.execute(env.db)
+      return `backlog: ${Object.values(jobs).reduce((a, b) => a + b, 0)} activity jobs, ${rows[0]!.n} events queued for webhooks`
+    }
     let expected = 0
     let posts = 0
     let pending = Promise.resolve()
@@ -395,7 +409,9 @@ async function main(): Promise<void> {
       })
       if (now() - lastLog > 2_000) {
         lastLog = now()
-        log(`  ${posts} Posts offered, ${delivered.length}/${expected} events delivered`)
+        log(
+          `  ${posts} Posts offered, ${delivered.length}/${expected} events delivered; ${await backlog()}`,
+        )
       }
     }
     await pending
@@ -405,7 +421,7 @@ async function main(): Promise<void> {
       await new Promise((r) => setTimeout(r, 50))
       if (now() - lastLog > 2_000) {
         lastLog = now()
-        log(`  draining: ${delivered.length}/${expected} events delivered`)
+        log(`  draining: ${delivered.length}/${expected} events delivered; ${await backlog()}`)
       }
     }
     // A moment for anything beyond the expected count (a duplicate) to show up.
@@ -413,15 +429,28 @@ async function main(): Promise<void> {
     const threadline = figures(delivered, start)
     const uuids = new Set<string>()
     let duplicates = 0
+    // Per subscription (webhook + event type + filter identify one here), an event whose Post was
+    // committed before the previous event's Post arrived out of order.
+    const lastCommit = new Map<string, number>()
+    let outOfOrder = 0
     for (const r of delivered) {
       const uuid = /"event_uuid":"(\d+)"/.exec(r.body)?.[1] ?? ''
       if (uuids.has(uuid)) duplicates += 1
       uuids.add(uuid)
+      const { data } = JSON.parse(r.body) as {
+        data: { event_type: string; filter: unknown; payload: { id: string } }
+      }
+      const key = `${r.hook} ${data.event_type} ${JSON.stringify(data.filter)}`
+      const at = committed.get(data.payload.id) ?? 0
+      if (at < (lastCommit.get(key) ?? 0)) outOfOrder += 1
+      else lastCommit.set(key, at)
     }
     log(
-      `threadline: ${threadline.events}/${expected} events, ${threadline.events_per_s}/s, p50 ${threadline.p50_ms} ms, p99 ${threadline.p99_ms} ms, ${duplicates} duplicates, ${badSignatures} bad signatures`,
+      `threadline: ${threadline.events}/${expected} events, ${threadline.events_per_s}/s, p50 ${threadline.p50_ms} ms, p99 ${threadline.p99_ms} ms, ${duplicates} duplicates, ${outOfOrder} out of order, ${badSignatures} bad signatures`,
     )
     await writer.close()
+    await activityQueue.close()
+    await closeRedis(progressRedis)
     delivery.child.kill('SIGTERM')
     await delivery.exited
 
@@ -471,6 +500,7 @@ async function main(): Promise<void> {
           ...threadline,
           missing: expected - uuids.size,
           duplicates,
+          out_of_order: outOfOrder,
           bad_signatures: signaturesBefore,
         },
         baseline: { ...base, bad_signatures: badSignatures - signaturesBefore },
