@@ -175,7 +175,14 @@ export function createDelivery(deps: DeliveryDeps): Delivery {
     }
   }
 
-  const sendQueued = async (hook: ClaimedWebhook): Promise<SendOutcome> => {
+  /**
+   * Sends a claimed webhook's queue in order. The lease is renewed only once less than two
+   * request timeouts of it are left (measured from before the statement that set it, so clock
+   * offsets do not matter): every append for this webhook locks its row until commit, and an
+   * UPDATE per event would wait behind each of them.
+   */
+  const sendQueued = async (hook: ClaimedWebhook, leasedAt: number): Promise<SendOutcome> => {
+    let since = leasedAt
     for (;;) {
       const rows = await headDeliveries(db, hook.id, 50)
       if (rows.length === 0) return 'drained'
@@ -186,7 +193,11 @@ export function createDelivery(deps: DeliveryDeps): Delivery {
         return 'drained'
       }
       for (const row of rows) {
-        if (!(await renewWebhookLease(db, hook.id, leaseMs))) return 'drained'
+        if (performance.now() - since > leaseMs - 2 * options.timeoutMs) {
+          const at = performance.now()
+          if (!(await renewWebhookLease(db, hook.id, leaseMs))) return 'drained'
+          since = at
+        }
         const sentAt = performance.now()
         try {
           await send(hook, row.body)
@@ -234,11 +245,12 @@ export function createDelivery(deps: DeliveryDeps): Delivery {
     }
     const id = parsed.data.webhook_id
     for (;;) {
+      const leasedAt = performance.now()
       const hook = await claimWebhook(db, id, leaseMs)
       if (!hook) return // another sender has it, a backoff is pending, or it was deleted
       let outcome: SendOutcome
       try {
-        outcome = await sendQueued(hook)
+        outcome = await sendQueued(hook, leasedAt)
       } catch (err) {
         await releaseWebhook(db, id).catch(() => {})
         throw err
