@@ -414,6 +414,32 @@ describe('GET /2/activity/stream', () => {
     s.close()
   })
 
+  it('sends an event once when it is both in the backfill window and still on its way live', async () => {
+    const e = await newApp('backfill overlap')
+    await subscribe(e, { event_type: 'post.create', filter: { user_id: '8251' } })
+    // A burst the API's live reader needs many reads to get through, with E's event at its end,
+    // and the stream opened at once: the event is in the window and still ahead of the reader.
+    const flood = Array.from({ length: 30_000 }, (_, i) => ({
+      app_id: '1',
+      body: JSON.stringify({ data: { event_uuid: String(i + 1) } }),
+    }))
+    const mine = JSON.stringify({
+      data: { event_uuid: '42', event_type: 'post.create', payload: { id: 'overlap' } },
+    })
+    await publishActivity(
+      env.redis,
+      env.prefix,
+      [...flood, { app_id: e.appId, body: mine }],
+      600_000,
+    )
+    const s = await openActivityStream(e.token, 'backfill_minutes=1')
+    const live = post({ author: { id: '8251' }, text: 'live' })
+    await store([live.line])
+    await waitFor('the live event', () => events(s).includes(`post.create ${live.id}`))
+    expect(events(s)).toEqual(['post.create overlap', `post.create ${live.id}`])
+    s.close()
+  })
+
   it('answers 429 past the connection limit, and accepts again once the stream closes', async () => {
     const e = await newApp('limit')
     const first = await openActivityStream(e.token)

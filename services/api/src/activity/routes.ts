@@ -324,6 +324,21 @@ export function registerActivityRoutes(
   })
   /** Connections still replaying their backfill hold live events until it is sent. */
   const held = new Map<StreamConnection, string[]>()
+  /**
+   * What a connection's backfill sent, while the live reader may still be behind it (the reader
+   * follows every app's events and can lag in a burst): live events found here were sent already.
+   * The reader hands an app's events over in stream order, so the first one not found here is
+   * past the backfill, and the set is dropped.
+   */
+  const replayed = new Map<StreamConnection, Set<string>>()
+  const sendLive = (conn: StreamConnection, body: string) => {
+    const sent = replayed.get(conn)
+    if (sent) {
+      if (sent.has(body)) return
+      replayed.delete(conn)
+    }
+    conn.send(body)
+  }
   let reader: ActivityReader | undefined
   const ensureReader = async () => {
     reader ??= readActivity(
@@ -334,7 +349,7 @@ export function registerActivityRoutes(
           for (const conn of registry.connections(e.app_id)) {
             const pending = held.get(conn)
             if (pending) pending.push(e.body)
-            else conn.send(e.body)
+            else sendLive(conn, e.body)
           }
         }
       },
@@ -361,15 +376,22 @@ export function registerActivityRoutes(
       const conn = await registry.open(c.reply, appId)
       if (backfill > 0) {
         held.set(conn, [])
-        conn.onClose(() => held.delete(conn))
+        conn.onClose(() => {
+          held.delete(conn)
+          replayed.delete(conn)
+        })
         try {
           const past = await backfillActivity(deps.redis, deps.prefix, appId, backfill * 60_000)
           for (const body of past) if (!conn.send(body)) break
+          // Live events published during the read, or still behind a lagging reader, are in
+          // the window too: each is sent once.
+          if (conn.open && past.length > 0) replayed.set(conn, new Set(past))
         } catch (err) {
           log.warn({ err }, 'activity backfill failed; continuing live')
         }
-        for (const body of held.get(conn) ?? []) conn.send(body)
+        const pending = held.get(conn) ?? []
         held.delete(conn)
+        for (const body of pending) sendLive(conn, body)
       }
       return undefined
     },
