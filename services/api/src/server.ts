@@ -33,6 +33,9 @@ export interface ApiServer extends Service {
   url(): string
 }
 
+/** How long in-flight requests may run on after close() before their connections are closed. */
+const CLOSE_GRACE_MS = 3_000
+
 const RATE_HEADERS = ['x-rate-limit-limit', 'x-rate-limit-remaining', 'x-rate-limit-reset'] as const
 
 /** Postgres and network failures that mean "try again later" rather than a bug. */
@@ -229,7 +232,15 @@ export function buildServer(deps: ApiDeps): ApiServer {
       log.info({ address }, 'api listening')
     },
     close: once(async () => {
-      await app.close()
+      // In-flight requests get a grace period; then every remaining connection is closed. Without
+      // it, a connection that never sent a request (a client's or a load balancer's pre-connect)
+      // is not "idle" to Node and holds the close open until its keep-alive timeout (72 s).
+      const force = setTimeout(() => app.server.closeAllConnections(), CLOSE_GRACE_MS)
+      try {
+        await app.close()
+      } finally {
+        clearTimeout(force)
+      }
       await closeRedis(redis)
       await db.destroy()
       if (readDb !== db) await readDb.destroy()
