@@ -149,6 +149,7 @@ export function toPostRow(input: unknown, observedAt: string, mayHoldNul = true)
     search_terms: searchTerms(raw),
     raw: raw as WirePost,
     observed_at: observedAt,
+    included: false,
   }
 }
 
@@ -290,7 +291,9 @@ export class BatchNormalizer {
 
   result(): NormalizedBatch {
     return {
-      posts: [...this.posts.values()].map((p) => p.row),
+      posts: [...this.posts.values()].map((p) =>
+        p.primary ? p.row : { ...p.row, included: true },
+      ),
       users: [...this.users.values()],
       rejects: this.rejects,
       empty: this.empty,

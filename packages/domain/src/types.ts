@@ -65,6 +65,8 @@ export interface PostRow {
   search_terms: string[]
   raw: WirePost
   observed_at: string
+  /** Seen only in `includes.tweets` of this batch (not as primary data): a refresh, not news. */
+  included: boolean
 }
 
 export interface UserRow {

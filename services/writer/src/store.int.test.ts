@@ -118,6 +118,46 @@ describe('storeBatch', () => {
     expect(conv.post_count).toBe(1)
   })
 
+  it('lets a copy seen only in includes refresh a stored Post at most once a minute', async () => {
+    await reset(env.db)
+    const parent = (likes: number) => ({
+      id: '1860000000000000020',
+      text: 'a root',
+      created_at: '2026-11-20T10:00:00.000Z',
+      conversation_id: '1860000000000000020',
+      public_metrics: { retweet_count: 0, reply_count: 0, like_count: likes, quote_count: 0 },
+    })
+    const reply = (n: number, likes: number) =>
+      JSON.stringify({
+        data: {
+          id: String(1860000000000000100n + BigInt(n)),
+          text: `reply ${n}`,
+          conversation_id: '1860000000000000020',
+          created_at: '2026-11-20T10:01:00.000Z',
+          referenced_tweets: [{ type: 'replied_to', id: '1860000000000000020' }],
+        },
+        includes: { tweets: [parent(likes)] },
+      })
+    const likes = async () =>
+      (
+        await env.db
+          .selectFrom('posts')
+          .select('like_count')
+          .where('id', '=', '1860000000000000020')
+          .executeTakeFirstOrThrow()
+      ).like_count
+    const at = (s: number) => new Date(Date.UTC(2026, 10, 21, 0, 0, s)).toISOString()
+    await storeLines(env.db, [JSON.stringify({ data: parent(1) })], at(0), 'test')
+    await storeLines(env.db, [reply(1, 5)], at(10), 'test')
+    expect(await likes()).toBe(1) // included copy within the minute: not rewritten
+    await storeLines(env.db, [reply(2, 7)], at(70), 'test')
+    expect(await likes()).toBe(7) // more than a minute newer: refreshed
+    await storeLines(env.db, [JSON.stringify({ data: parent(9) })], at(71), 'test')
+    expect(await likes()).toBe(9) // a primary copy always applies
+    const conv = await env.db.selectFrom('conversations').selectAll().executeTakeFirstOrThrow()
+    expect(conv).toMatchObject({ post_count: 3, reply_count: 2 })
+  })
+
   it('records a changed user name in the outbox', async () => {
     await reset(env.db)
     const line = (name: string) =>

@@ -3,6 +3,9 @@ import type { NormalizedBatch } from '@threadline/domain'
 import type { Db } from '../connect.js'
 import type { OutboxPayload } from '../tables/index.js'
 
+/** How often a copy seen only in includes may refresh a stored Post or user. */
+const INCLUDED_REFRESH = '60 seconds'
+
 export interface StoreResult {
   /** Posts stored for the first time. */
   inserted: number
@@ -55,7 +58,17 @@ export async function storeBatch(
         in_reply_to_post_id bigint, text text, created_at timestamptz, lang text,
         retweet_count integer, reply_count integer, like_count integer, quote_count integer,
         bookmark_count integer, impression_count bigint, refs jsonb, search_terms text[],
-        raw jsonb, observed_at timestamptz)
+        raw jsonb, observed_at timestamptz, included boolean)
+    ),
+    -- A copy seen only in includes.tweets (a reply carries its parent, a quote the quoted Post) is
+    -- a metrics refresh: it replaces a stored row at most once per INCLUDED_REFRESH, or a viral
+    -- root would be rewritten (tuple, indexes, GIN) by every reply and its row lock serialise the
+    -- writers. Primary copies always apply.
+    p_eff AS (
+      SELECT i.* FROM p_in i
+      WHERE NOT i.included OR NOT EXISTS (
+        SELECT 1 FROM posts s
+        WHERE s.id = i.id AND s.observed_at >= i.observed_at - ${INCLUDED_REFRESH}::interval)
     ),
     u_in AS (
       SELECT * FROM jsonb_to_recordset(${users}::jsonb) AS x(
@@ -70,7 +83,11 @@ export async function storeBatch(
       ON CONFLICT (id) DO UPDATE SET
         name = excluded.name, username = excluded.username, raw = excluded.raw,
         observed_at = excluded.observed_at, updated_at = now()
-      WHERE u.observed_at < excluded.observed_at
+      -- Users come in every line's includes: refresh a stored one at most once per
+      -- INCLUDED_REFRESH, except that a new name or username applies at once (profile events).
+      WHERE u.observed_at < excluded.observed_at AND (
+        u.name <> excluded.name OR u.username <> excluded.username
+        OR u.observed_at < excluded.observed_at - ${INCLUDED_REFRESH}::interval)
       RETURNING u.id, u.name, u.username, (xmax = 0) AS inserted
     ),
     p_up AS (
@@ -81,7 +98,7 @@ export async function storeBatch(
       SELECT id, conversation_id, author_id, in_reply_to_user_id, in_reply_to_post_id, text,
         created_at, lang, retweet_count, reply_count, like_count, quote_count, bookmark_count,
         impression_count, coalesce(search_terms, '{}'), raw, observed_at
-      FROM p_in ORDER BY id
+      FROM p_eff ORDER BY id
       ON CONFLICT (id) DO UPDATE SET
         conversation_id = coalesce(excluded.conversation_id, p.conversation_id),
         author_id = coalesce(excluded.author_id, p.author_id),
