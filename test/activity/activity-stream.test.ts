@@ -1,3 +1,4 @@
+import { startTestWriter } from '../support/writer.js'
 import http from 'node:http'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createApp, createDb } from '@threadline/db'
@@ -5,7 +6,7 @@ import { createDelivery, type Delivery } from '@threadline/delivery'
 import { formatPostTime, generateId, snowflakeTime } from '@threadline/domain'
 import { createRedis, publishActivity, recentActivity } from '@threadline/queue'
 import { createTestEnv, waitFor, type TestEnv } from '@threadline/testing'
-import { createWriter, storeLines, type Writer } from '@threadline/writer'
+import { storeLines, type Writer } from '@threadline/writer'
 import { startTestServer } from '../../services/api/src/test-helpers.js'
 
 /**
@@ -171,23 +172,9 @@ beforeAll(async () => {
     { listen: true },
   )
   api = started.url
-  writer = createWriter({
-    db: createDb({ url: env.databaseUrl, poolMax: 3 }),
-    redis: createRedis(env.redisUrl, 'worker', 'activity-stream-writer'),
-    prefix: env.prefix,
-    logger: env.logger,
-    options: {
-      concurrency: 1,
-      lockDuration: 30_000,
-      stalledInterval: 30_000,
-      maxStalledCount: 5,
-      streamRetentionMs: 600_000,
-      shutdownTimeoutMs: 5_000,
-      relayIntervalMs: 200,
-    },
+  writer = await startTestWriter(env, {
+    options: { concurrency: 1, maxStalledCount: 5, relayIntervalMs: 200 },
   })
-  await writer.start()
-  env.defer(() => writer.close())
   delivery = createDelivery({
     db: createDb({ url: env.databaseUrl, poolMax: 3 }),
     redis: createRedis(env.redisUrl, 'worker', 'activity-stream-delivery'),

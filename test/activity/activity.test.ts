@@ -1,3 +1,4 @@
+import { startTestWriter } from '../support/writer.js'
 import { createHmac } from 'node:crypto'
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
@@ -8,7 +9,6 @@ import { createDelivery } from '@threadline/delivery'
 import { formatPostTime, generateId } from '@threadline/domain'
 import { createQueue, createRedis, type PostsJob } from '@threadline/queue'
 import { createTestEnv, waitFor, type TestEnv } from '@threadline/testing'
-import { createWriter } from '@threadline/writer'
 import { replayWebhooks, webhookFailures } from '../../packages/cli/src/commands/webhooks.js'
 import { startTestServer } from '../../services/api/src/test-helpers.js'
 
@@ -144,23 +144,15 @@ beforeAll(async () => {
   const strict = await startTestServer(env, { activity: { allowPrivate: false } }, { listen: true })
   strictApi = strict.url
 
-  const writer = createWriter({
-    db: createDb({ url: env.databaseUrl, poolMax: 3 }),
-    redis: createRedis(env.redisUrl, 'worker'),
-    prefix: env.prefix,
-    logger: env.logger,
+  await startTestWriter(env, {
     options: {
       concurrency: 1,
       lockDuration: 5_000,
       stalledInterval: 5_000,
       maxStalledCount: 5,
-      streamRetentionMs: 600_000,
-      shutdownTimeoutMs: 5_000,
       relayIntervalMs: 100,
     },
   })
-  await writer.start()
-  env.defer(() => writer.close())
   const delivery = createDelivery({
     db: createDb({ url: env.databaseUrl, poolMax: 5 }),
     redis: createRedis(env.redisUrl, 'worker'),

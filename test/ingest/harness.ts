@@ -1,8 +1,9 @@
+import { startTestWriter } from '../support/writer.js'
 import { createDb, sql } from '@threadline/db'
 import { createIngest, type Ingest, type IngestOptions, type StreamEvent } from '@threadline/ingest'
 import { createRedis } from '@threadline/queue'
 import type { TestEnv } from '@threadline/testing'
-import { createWriter, type Writer } from '@threadline/writer'
+import type { Writer } from '@threadline/writer'
 
 /** Every duration shrunk so that faults are survived in test time. */
 export function fastOptions(
@@ -59,25 +60,7 @@ export async function startIngest(
 }
 
 /** The real writer, on its own clients. */
-export async function startWriter(env: TestEnv): Promise<Writer> {
-  const writer = createWriter({
-    db: createDb({ url: env.databaseUrl, poolMax: 4, applicationName: `${env.schema}-writer` }),
-    redis: createRedis(env.redisUrl, 'worker', 'writer'),
-    prefix: env.prefix,
-    logger: env.logger,
-    options: {
-      concurrency: 2,
-      lockDuration: 30_000,
-      stalledInterval: 30_000,
-      maxStalledCount: 20,
-      streamRetentionMs: 600_000,
-      shutdownTimeoutMs: 5_000,
-    },
-  })
-  env.defer(() => writer.close())
-  await writer.start()
-  return writer
-}
+export const startWriter = (env: TestEnv): Promise<Writer> => startTestWriter(env)
 
 /** Stored Post ids of a conversation, ascending. */
 export async function storedIds(env: TestEnv, conversationId: string): Promise<string[]> {

@@ -1,3 +1,4 @@
+import { startTestWriter } from '../support/writer.js'
 import { spawn, type ChildProcess } from 'node:child_process'
 import { createServer } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -5,7 +6,6 @@ import { addRules, createApp, createDb } from '@threadline/db'
 import { createIngest } from '@threadline/ingest'
 import { createRedis } from '@threadline/queue'
 import { createTestEnv, generateConversation, waitFor, type TestEnv } from '@threadline/testing'
-import { createWriter } from '@threadline/writer'
 import { FakeUpstream } from './fake-upstream.js'
 import { fastOptions, storedIds } from './harness.js'
 
@@ -71,22 +71,7 @@ describe('ingest backpressure', () => {
     fake.keepAliveMs = 100
     await fake.start()
     env.defer(() => fake.close())
-    const writer = createWriter({
-      db: createDb({ url: env.databaseUrl, poolMax: 4 }),
-      redis: createRedis(redisUrl, 'worker', 'bp-writer'),
-      prefix: env.prefix,
-      logger: env.logger,
-      options: {
-        concurrency: 2,
-        lockDuration: 30_000,
-        stalledInterval: 30_000,
-        maxStalledCount: 20,
-        streamRetentionMs: 600_000,
-        shutdownTimeoutMs: 3_000,
-      },
-    })
-    env.defer(() => writer.close())
-    await writer.start()
+    const writer = await startTestWriter(env, { redisUrl, options: { shutdownTimeoutMs: 3_000 } })
     const batchMaxItems = 10
     const ingest = createIngest({
       db: createDb({ url: env.databaseUrl, poolMax: 4 }),

@@ -1,10 +1,11 @@
+import { startTestWriter } from '../support/writer.js'
 import http from 'node:http'
 import { buildServer, type ApiServer } from '@threadline/api'
 import { addRules, createApp, createDb } from '@threadline/db'
 import { formatPostTime, generateId, snowflakeTime } from '@threadline/domain'
 import { createRedis } from '@threadline/queue'
 import type { TestEnv } from '@threadline/testing'
-import { createWriter, storeLines as writerStoreLines, type Writer } from '@threadline/writer'
+import { storeLines as writerStoreLines, type Writer } from '@threadline/writer'
 import {
   registerFilteredStream,
   type FilteredStream,
@@ -47,26 +48,8 @@ export async function startStreamServer(
 }
 
 /** A writer (relaying to `<prefix>:stored`) with its own clients, closed at teardown. */
-export async function startWriter(env: TestEnv): Promise<Writer> {
-  const writer = createWriter({
-    db: createDb({ url: env.databaseUrl, poolMax: 5 }),
-    redis: createRedis(env.redisUrl, 'worker', 'writer-stream-test'),
-    prefix: env.prefix,
-    logger: env.logger,
-    options: {
-      concurrency: 2,
-      lockDuration: 30_000,
-      stalledInterval: 30_000,
-      maxStalledCount: 5,
-      streamRetentionMs: 600_000,
-      shutdownTimeoutMs: 5_000,
-      relayIntervalMs: 200,
-    },
-  })
-  env.defer(() => writer.close())
-  await writer.start()
-  return writer
-}
+export const startWriter = (env: TestEnv): Promise<Writer> =>
+  startTestWriter(env, { options: { maxStalledCount: 5, relayIntervalMs: 200 } })
 
 /** Stores lines as the writer does and relays them to the `stored` stream at once. */
 export async function store(env: TestEnv, writer: Writer, lines: string[]): Promise<void> {

@@ -30,16 +30,16 @@ export interface PostsJobResult {
  * effectively unbounded with capped exponential backoff; bad payloads fail at once through
  * UnrecoverableError and stay in the failed set for inspection.
  */
+/** Work that a transient failure (Postgres or Redis restarting) must never drop. */
+const NEVER_DROP = {
+  attempts: 1_000_000,
+  backoff: { type: 'capped-exponential', delay: 500 },
+  removeOnComplete: { count: 1_000, age: 3_600 },
+  removeOnFail: { count: 10_000, age: 7 * 24 * 3_600 },
+} satisfies JobsOptions
+
 export const QUEUES = {
-  posts: {
-    name: 'posts',
-    jobOptions: {
-      attempts: 1_000_000,
-      backoff: { type: 'capped-exponential', delay: 500 },
-      removeOnComplete: { count: 1_000, age: 3_600 },
-      removeOnFail: { count: 10_000, age: 7 * 24 * 3_600 },
-    } satisfies JobsOptions,
-  },
+  posts: { name: 'posts', jobOptions: NEVER_DROP },
   /**
    * `backfill`: one job per conversation (job id `conv-<id>`, so a repeat add is a no-op while it
    * waits); progress lives in the `backfills` table, so a retry resumes from its next_token.
@@ -60,15 +60,7 @@ export const QUEUES = {
    * `activity`: what a relayed outbox batch stored, turned into events by the delivery service.
    * Like `posts`, a transient failure must never drop it; events are deduplicated in Postgres.
    */
-  activity: {
-    name: 'activity',
-    jobOptions: {
-      attempts: 1_000_000,
-      backoff: { type: 'capped-exponential', delay: 500 },
-      removeOnComplete: { count: 1_000, age: 3_600 },
-      removeOnFail: { count: 10_000, age: 7 * 24 * 3_600 },
-    } satisfies JobsOptions,
-  },
+  activity: { name: 'activity', jobOptions: NEVER_DROP },
   /**
    * `webhooks`: "drain webhook W". The events and their order, attempts and backoff live in
    * Postgres (webhook_deliveries); a job only wakes a sender, so retries here cover Postgres or
