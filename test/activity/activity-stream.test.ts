@@ -1,10 +1,10 @@
+import { startTestDelivery } from '../support/delivery.js'
 import { startTestWriter } from '../support/writer.js'
 import http from 'node:http'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { createApp, createDb } from '@threadline/db'
-import { createDelivery, type Delivery } from '@threadline/delivery'
+import { createApp } from '@threadline/db'
 import { formatPostTime, generateId, snowflakeTime } from '@threadline/domain'
-import { createRedis, publishActivity, recentActivity } from '@threadline/queue'
+import { publishActivity, recentActivity } from '@threadline/queue'
 import { createTestEnv, waitFor, type TestEnv } from '@threadline/testing'
 import { storeLines, type Writer } from '@threadline/writer'
 import { startTestServer } from '../../services/api/src/test-helpers.js'
@@ -18,7 +18,6 @@ import { startTestServer } from '../../services/api/src/test-helpers.js'
 let env: TestEnv
 let api: string
 let writer: Writer
-let delivery: Delivery
 const KEEP_ALIVE_MS = 150
 
 interface App {
@@ -175,33 +174,12 @@ beforeAll(async () => {
   writer = await startTestWriter(env, {
     options: { concurrency: 1, maxStalledCount: 5, relayIntervalMs: 200 },
   })
-  delivery = createDelivery({
-    db: createDb({ url: env.databaseUrl, poolMax: 3 }),
-    redis: createRedis(env.redisUrl, 'worker', 'activity-stream-delivery'),
-    prefix: env.prefix,
-    logger: env.logger,
-    options: {
-      // One activity job at a time: events reach the stream in the order their Posts were stored,
-      // so a sentinel stored last proves nothing else is on its way.
-      concurrency: 1,
-      webhookConcurrency: 2,
-      lockDuration: 30_000,
-      stalledInterval: 30_000,
-      maxStalledCount: 5,
-      timeoutMs: 2_000,
-      maxResponseBytes: 65_536,
-      maxAttempts: 3,
-      retryBaseMs: 50,
-      crcIntervalMs: 3_600_000,
-      crcMaxFailures: 3,
-      sweepMs: 200,
-      streamRetentionMs: 600_000,
-      allowPrivate: true,
-      shutdownTimeoutMs: 5_000,
-    },
+  await startTestDelivery(env, {
+    // One activity job at a time: events reach the stream in the order their Posts were stored,
+    // so a sentinel stored last proves nothing else is on its way.
+    concurrency: 1,
+    sweepMs: 200,
   })
-  await delivery.start()
-  env.defer(() => delivery.close())
 })
 afterAll(() => env?.close())
 

@@ -1,13 +1,13 @@
+import { startTestDelivery } from '../support/delivery.js'
 import { startTestWriter } from '../support/writer.js'
 import { createHmac } from 'node:crypto'
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { Client as XdkClient } from '@xdevplatform/xdk'
-import { createApp, createDb } from '@threadline/db'
-import { createDelivery } from '@threadline/delivery'
+import { createApp } from '@threadline/db'
 import { formatPostTime, generateId } from '@threadline/domain'
-import { createQueue, createRedis, type PostsJob } from '@threadline/queue'
+import { createQueue, type PostsJob } from '@threadline/queue'
 import { createTestEnv, waitFor, type TestEnv } from '@threadline/testing'
 import { replayWebhooks, webhookFailures } from '../../packages/cli/src/commands/webhooks.js'
 import { startTestServer } from '../../services/api/src/test-helpers.js'
@@ -153,31 +153,13 @@ beforeAll(async () => {
       relayIntervalMs: 100,
     },
   })
-  const delivery = createDelivery({
-    db: createDb({ url: env.databaseUrl, poolMax: 5 }),
-    redis: createRedis(env.redisUrl, 'worker'),
-    prefix: env.prefix,
-    logger: env.logger,
-    options: {
-      concurrency: 2,
-      webhookConcurrency: 8,
-      lockDuration: 5_000,
-      stalledInterval: 5_000,
-      maxStalledCount: 5,
-      timeoutMs: 2_000,
-      maxResponseBytes: 65_536,
-      maxAttempts: 4,
-      retryBaseMs: 50,
-      crcIntervalMs: 3_600_000,
-      crcMaxFailures: 3,
-      sweepMs: 100,
-      streamRetentionMs: 600_000,
-      allowPrivate: true,
-      shutdownTimeoutMs: 5_000,
-    },
+  await startTestDelivery(env, {
+    concurrency: 2,
+    webhookConcurrency: 8,
+    lockDuration: 5_000,
+    stalledInterval: 5_000,
+    maxAttempts: 4,
   })
-  await delivery.start()
-  env.defer(() => delivery.close())
   posts = createQueue<PostsJob>('posts', {
     connection: env.redis,
     prefix: env.prefix,
