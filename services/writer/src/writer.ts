@@ -24,6 +24,7 @@ import {
   type StoredEntry,
 } from '@threadline/queue'
 import { once, withDeadline, type Service } from '@threadline/runtime'
+import { coalesced } from './coalesce.js'
 
 export interface WriterOptions {
   concurrency: number
@@ -161,8 +162,6 @@ export function createWriter(deps: WriterDeps): Writer {
   // Relayed outbox batches also become `activity` jobs (events for subscriptions, issue 7).
   const activity = createActivityQueue(redis, prefix, deps.logger)
 
-  let relaying: Promise<number> | undefined
-  let relayAgain = false
   const publish = async (entries: StoredEntry[], payloads: OutboxPayload[]) => {
     await publishStored(redis, prefix, entries, options.streamRetentionMs)
     await enqueueActivity(activity, payloads)
@@ -201,26 +200,10 @@ export function createWriter(deps: WriterDeps): Writer {
     }
   }
   /**
-   * One relay at a time per process; a request during a run schedules one more run. The periodic
-   * pass leaves rows younger than RELAY_MIN_AGE_MS to the writer that is publishing them.
+   * One relay at a time per process (see coalesced). The periodic pass leaves rows younger than
+   * RELAY_MIN_AGE_MS to the writer that is publishing them from memory.
    */
-  const relay = (minAgeMs = 0): Promise<number> => {
-    if (relaying) {
-      relayAgain = true
-      return relaying
-    }
-    relaying = (async () => {
-      let total = 0
-      do {
-        relayAgain = false
-        total += await relayOnce(minAgeMs)
-      } while (relayAgain)
-      return total
-    })().finally(() => {
-      relaying = undefined
-    })
-    return relaying
-  }
+  const relay = coalesced(relayOnce)
   const relaySafely = (minAgeMs = 0) =>
     relay(minAgeMs).catch((err: unknown) => {
       log.warn({ err }, 'relay failed; the outbox keeps the rows for the next pass')
