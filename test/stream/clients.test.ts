@@ -106,8 +106,18 @@ describe('twitter-api-sdk tweets.searchStream', () => {
     })()
     await waitFor('the stream connected', () => api.stream.registry.connections(app.appId).size)
     const { root, reply } = await storeMix('sdktag')
-    // A deadline, so that a missing Post fails the test instead of hanging it.
-    await waitFor('two Posts through the sdk', () => got.length >= 2)
+    // A deadline, so that a missing Post fails the test instead of hanging it. This test has timed
+    // out intermittently under a full parallel run (cause not found): on failure, say what the hub
+    // and the stored stream held, so the next occurrence explains itself.
+    await waitFor('two Posts through the sdk', () => got.length >= 2).catch(async (err: Error) => {
+      const entries = await env.redis.xrange(`${env.prefix}:stored`, '-', '+')
+      throw new Error(
+        `${err.message}; received ${JSON.stringify(got.map((t) => t.data?.id))} of ` +
+          `${JSON.stringify([root.id, reply.id])}; hub delivered ${api.stream.hub.delivered}, ` +
+          `rules ${api.stream.hub.ruleCount(app.appId)}, stored ids ` +
+          JSON.stringify(entries.map(([, f]) => f[f.indexOf('id') + 1])),
+      )
+    })
     await reading
     expect(got.map((t) => t.data?.id)).toEqual([root.id, reply.id])
     expect(got[0]!.matching_rules).toEqual([{ id: app.ruleIds.get('#sdktag'), tag: '' }])
