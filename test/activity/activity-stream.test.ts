@@ -1,6 +1,6 @@
+import { openRawStream, type RawStream } from '../stream/harness.js'
 import { startTestDelivery } from '../support/delivery.js'
 import { startTestWriter } from '../support/writer.js'
-import http from 'node:http'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createApp } from '@threadline/db'
 import { formatPostTime, generateId, snowflakeTime } from '@threadline/domain'
@@ -78,83 +78,9 @@ async function store(lines: string[], observedAt = new Date()): Promise<void> {
   await writer.relay()
 }
 
-interface RawStream {
-  status: number
-  headers: http.IncomingHttpHeaders
-  /** The exact text of each `\r\n`-terminated line that was not a keep-alive. */
-  lines: string[]
-  messages: Array<Record<string, any>>
-  keepAlives: number
-  /** Anything not framed as `<json>\r\n` (a bare `\n`, a line that is not JSON, a cut tail). */
-  badFraming: string[]
-  /** The whole body of a non-200 answer. */
-  body: string
-  ended: boolean
-  close(): void
-}
-
 /** A plain HTTP reader of the activity stream that checks the framing as it reads. */
-function openActivityStream(token: string, query = '', base = api): Promise<RawStream> {
-  const agent = new http.Agent({ keepAlive: false })
-  return new Promise((resolve, reject) => {
-    const req = http.get(
-      `${base}/2/activity/stream${query ? `?${query}` : ''}`,
-      { headers: { authorization: `Bearer ${token}` }, agent },
-      (res) => {
-        const s: RawStream = {
-          status: res.statusCode ?? 0,
-          headers: res.headers,
-          lines: [],
-          messages: [],
-          keepAlives: 0,
-          badFraming: [],
-          body: '',
-          ended: false,
-          close: () => {
-            req.destroy()
-            agent.destroy()
-          },
-        }
-        env.defer(() => s.close())
-        let buf = ''
-        res.setEncoding('utf8')
-        res.on('data', (chunk: string) => {
-          if (s.status !== 200) {
-            s.body += chunk
-            return
-          }
-          buf += chunk
-          let i: number
-          while ((i = buf.indexOf('\r\n')) >= 0) {
-            const line = buf.slice(0, i)
-            buf = buf.slice(i + 2)
-            if (line === '') {
-              s.keepAlives += 1
-              continue
-            }
-            try {
-              if (line.includes('\n')) throw new Error('bare \\n')
-              s.messages.push(JSON.parse(line) as Record<string, any>)
-              s.lines.push(line)
-            } catch {
-              s.badFraming.push(line)
-            }
-          }
-        })
-        const done = () => {
-          s.ended = true
-          if (buf !== '') s.badFraming.push(buf)
-          buf = ''
-        }
-        res.on('end', done)
-        res.on('close', done)
-        res.on('error', () => undefined)
-        resolve(s)
-      },
-    )
-    req.on('error', reject)
-  })
-}
+const openActivityStream = (token: string, query = '', base = api): Promise<RawStream> =>
+  openRawStream(base, token, query, env, '/2/activity/stream')
 
 /** The Post ids (or profile payloads) of a stream's events, in order. */
 const events = (s: RawStream) =>

@@ -121,10 +121,12 @@ export function postLine(p: {
 export interface RawStream {
   status: number
   headers: http.IncomingHttpHeaders
+  /** The exact text of each `\r\n`-terminated line that was not a keep-alive. */
+  lines: string[]
   /** Each `\r\n`-terminated message parsed; keep-alives counted apart. */
-  messages: Array<Record<string, unknown>>
+  messages: Array<Record<string, any>>
   keepAlives: number
-  /** Text that did not end in `\r\n` or was separated by a bare `\n` (must stay empty). */
+  /** Anything not framed as `<json>\r\n` (a bare `\n`, a line that is not JSON, a cut tail). */
   badFraming: string[]
   /** The whole body of a non-200 answer. */
   body: string
@@ -133,22 +135,27 @@ export interface RawStream {
   close(): void
 }
 
-/** A plain HTTP reader of the stream that checks X's framing as it goes. */
+/**
+ * A plain HTTP reader of a stream (the filtered stream by default, or `path`, e.g. the activity
+ * stream) that checks X's framing as it goes.
+ */
 export async function openRawStream(
   url: string,
   token: string,
   query = '',
   closers?: { defer(fn: () => unknown): void },
+  path = '/2/tweets/search/stream',
 ): Promise<RawStream> {
   const agent = new http.Agent({ keepAlive: false })
   return new Promise((resolve, reject) => {
     const req = http.get(
-      `${url}/2/tweets/search/stream${query ? `?${query}` : ''}`,
+      `${url}${path}${query ? `?${query}` : ''}`,
       { headers: { authorization: `Bearer ${token}` }, agent },
       (res) => {
         const s: RawStream = {
           status: res.statusCode ?? 0,
           headers: res.headers,
+          lines: [],
           messages: [],
           keepAlives: 0,
           badFraming: [],
@@ -173,14 +180,23 @@ export async function openRawStream(
           while ((i = buf.indexOf('\r\n')) >= 0) {
             const line = buf.slice(0, i)
             buf = buf.slice(i + 2)
-            if (line === '') s.keepAlives += 1
-            else if (line.includes('\n')) s.badFraming.push(line)
-            else s.messages.push(JSON.parse(line) as Record<string, unknown>)
+            if (line === '') {
+              s.keepAlives += 1
+              continue
+            }
+            try {
+              if (line.includes('\n')) throw new Error('bare \\n')
+              s.messages.push(JSON.parse(line) as Record<string, any>)
+              s.lines.push(line)
+            } catch {
+              s.badFraming.push(line)
+            }
           }
         })
         const done = () => {
           s.ended = true
           if (buf !== '') s.badFraming.push(buf)
+          buf = ''
         }
         res.on('end', done)
         res.on('close', done)

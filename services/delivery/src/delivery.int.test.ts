@@ -10,9 +10,9 @@ import {
   type Db,
 } from '@threadline/db'
 import { generateId } from '@threadline/domain'
-import { createRedis } from '@threadline/queue'
 import { createTestEnv, waitFor, type TestEnv } from '@threadline/testing'
-import { createDelivery, type Delivery } from './delivery.js'
+import { startTestDelivery } from '../../../test/support/delivery.js'
+import type { Delivery } from './delivery.js'
 
 /**
  * The webhook sender against a held lock on its webhook's row: the activity side locks that row
@@ -47,31 +47,7 @@ beforeAll(async () => {
     return new Promise((r) => receiver.close(r))
   })
   receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`
-  delivery = createDelivery({
-    db: createDb({ url: env.databaseUrl, poolMax: 4 }),
-    redis: createRedis(env.redisUrl, 'worker'),
-    prefix: env.prefix,
-    logger: env.logger,
-    options: {
-      concurrency: 1,
-      webhookConcurrency: 2,
-      lockDuration: 30_000,
-      stalledInterval: 30_000,
-      maxStalledCount: 5,
-      timeoutMs: 2_000,
-      maxResponseBytes: 65_536,
-      maxAttempts: 3,
-      retryBaseMs: 50,
-      crcIntervalMs: 3_600_000,
-      crcMaxFailures: 3,
-      sweepMs: 100,
-      streamRetentionMs: 600_000,
-      allowPrivate: true,
-      shutdownTimeoutMs: 5_000,
-    },
-  })
-  await delivery.start()
-  env.defer(() => delivery.close())
+  delivery = await startTestDelivery(env)
 })
 afterAll(() => env?.close())
 
