@@ -1,4 +1,4 @@
-import { Kysely, PostgresDialect } from 'kysely'
+import { Kysely, PostgresDialect, sql } from 'kysely'
 import pg from 'pg'
 import type { Logger } from '@threadline/logger'
 import type { Database } from './tables/index.js'
@@ -11,6 +11,53 @@ export interface DbOptions {
   /** Shows in pg_stat_activity, so operators (and fault tests) can tell roles apart. */
   applicationName?: string
   logger?: Logger
+  /**
+   * Run statements marked with PREPARE as named prepared statements (default true): Postgres then
+   * parses and plans each of them once per connection instead of on every call. Turn off behind a
+   * pooler that cannot keep them (PgBouncer in transaction mode before 1.21, or without
+   * `max_prepared_statements`).
+   */
+  preparedStatements?: boolean
+}
+
+const PREPARE_MARK = '/* prepared */'
+
+/**
+ * Marks a hot statement as worth preparing: `db.selectFrom(…).modifyFront(PREPARE)`. Its SQL text
+ * must depend only on the statement's shape (values travel as parameters), since each distinct
+ * text becomes one prepared statement on every connection that runs it.
+ */
+export const PREPARE = sql.raw(PREPARE_MARK)
+
+/** Distinct marked texts given a name, process-wide; past this many, the rest run unnamed. */
+const MAX_PREPARED = 256
+const preparedNames = new Map<string, string>()
+
+function preparedName(text: string): string | undefined {
+  let name = preparedNames.get(text)
+  if (name === undefined && preparedNames.size < MAX_PREPARED) {
+    name = `threadline_${preparedNames.size}`
+    preparedNames.set(text, name)
+  }
+  return name
+}
+
+type Query = (config: unknown, values?: unknown, callback?: unknown) => unknown
+
+/** Makes a client run PREPARE-marked texts (as Kysely sends them: text and values) by name. */
+function preparing(client: pg.PoolClient): void {
+  const query = client.query.bind(client) as Query
+  ;(client as unknown as { query: Query }).query = (config, values, callback) => {
+    if (
+      typeof config === 'string' &&
+      typeof callback !== 'function' &&
+      config.includes(PREPARE_MARK)
+    ) {
+      const name = preparedName(config)
+      if (name !== undefined) return query({ name, text: config, values })
+    }
+    return query(config, values, callback)
+  }
 }
 
 /**
@@ -34,6 +81,7 @@ export function createDb(options: DbOptions): Db {
   // retried by its caller), and the pool discards the dead client on release.
   pool.on('connect', (client) => {
     client.on('error', (err) => log?.warn({ err }, 'Postgres connection lost'))
+    if (options.preparedStatements ?? true) preparing(client)
   })
   return new Kysely<Database>({
     dialect: new PostgresDialect({ pool }),

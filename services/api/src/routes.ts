@@ -6,6 +6,8 @@ import {
   listRules,
   postsByIds,
   searchPosts,
+  searchWirePosts,
+  wirePostsByIds,
   type Granularity,
   type StreamRule,
 } from '@threadline/db'
@@ -13,6 +15,7 @@ import {
   formatPostTime,
   isId,
   notFound,
+  primaryFields,
   selection,
   type FieldSelection,
   type WirePost,
@@ -37,6 +40,28 @@ const DAY_MS = 86_400_000
 const RECENT_DAYS = 7
 
 type Body = Record<string, unknown>
+
+/** A response body: an object for Fastify to serialize, or JSON text already written. */
+type Answer = { status?: number; body: Body } | { status?: number; json: string }
+
+/**
+ * A JSON object from members that are JSON text already, leaving out absent ones (as compact()
+ * does for objects). Pages of Posts in wire form (WirePostText) are answered this way, never
+ * parsed and serialized again.
+ */
+function jsonObject(members: Array<[string, string | undefined]>): string {
+  const parts: string[] = []
+  for (const [key, value] of members) if (value !== undefined) parts.push(`"${key}":${value}`)
+  return `{${parts.join(',')}}`
+}
+
+/** A JSON array of JSON texts, or undefined when empty (api.md §1: never []). */
+function jsonArray(items: readonly string[]): string | undefined {
+  return items.length === 0 ? undefined : `[${items.join(',')}]`
+}
+
+const jsonOf = (value: readonly unknown[]): string | undefined =>
+  value.length === 0 ? undefined : JSON.stringify(value)
 
 /** Leaves out members with nothing in them (api.md §1: never null, never []). */
 function compact(body: Body): Body {
@@ -139,7 +164,7 @@ export function registerRoutes(app: FastifyInstance, ctx: ServerContext): void {
     method: 'GET' | 'POST',
     url: string,
     endpoint: { name: string; group: RateGroup; params: EndpointParams; summary: string },
-    handler: (c: RouteContext) => Promise<{ status?: number; body: Body }>,
+    handler: (c: RouteContext) => Promise<Answer>,
   ) => {
     app.route({
       method,
@@ -151,14 +176,16 @@ export function registerRoutes(app: FastifyInstance, ctx: ServerContext): void {
           queryEntries(request.url),
           (request.params ?? {}) as Record<string, string>,
         )
-        const { status, body } = await handler({
+        const answer = await handler({
           params,
           client: request.client!,
           request,
           reply,
           now: ctx.now(),
         })
-        return reply.status(status ?? 200).send(body)
+        reply.status(answer.status ?? 200)
+        if ('json' in answer) return reply.type('application/json; charset=utf-8').send(answer.json)
+        return reply.send(answer.body)
       },
     })
   }
@@ -171,6 +198,19 @@ export function registerRoutes(app: FastifyInstance, ctx: ServerContext): void {
     async (c) => {
       const ids = [...new Set(c.params.ids as string[])]
       const sel = fieldSelection(c.params)
+      if (sel.expansions.size === 0) {
+        // No includes to resolve: the Posts come back from Postgres as wire JSON text.
+        const rows = await wirePostsByIds(readDb, ids, [...primaryFields(sel)])
+        const found = new Map(rows.map((r) => [r.id, r.json]))
+        const data = ids.flatMap((id) => found.get(id) ?? [])
+        const missing = ids.filter((id) => !found.has(id)).map((id) => notFound('tweet', 'ids', id))
+        return {
+          json: jsonObject([
+            ['data', jsonArray(data)],
+            ['errors', jsonOf(missing)],
+          ]),
+        }
+      }
       const rows = await postsByIds(readDb, ids)
       const found = new Map(rows.map((r) => [r.id, r]))
       const ordered = ids.flatMap((id) => {
@@ -200,9 +240,15 @@ export function registerRoutes(app: FastifyInstance, ctx: ServerContext): void {
     },
     async (c) => {
       const id = c.params.id as string
+      const sel = fieldSelection(c.params)
+      if (sel.expansions.size === 0) {
+        const [row] = await wirePostsByIds(readDb, [id], [...primaryFields(sel)])
+        if (!row) return { body: { errors: [notFound('tweet', 'id', id)] } }
+        return { json: jsonObject([['data', row.json]]) }
+      }
       const rows = await postsByIds(readDb, [id])
       if (rows.length === 0) return { body: { errors: [notFound('tweet', 'id', id)] } }
-      const page = await renderPosts(readDb, rows, fieldSelection(c.params))
+      const page = await renderPosts(readDb, rows, sel)
       return {
         body: compact({ data: page.data[0], includes: page.includes, errors: page.errors }),
       }
@@ -230,16 +276,38 @@ export function registerRoutes(app: FastifyInstance, ctx: ServerContext): void {
       beforeId = ctx.pageTokens.decode(scope, token.value)
       if (beforeId === undefined || !isId(beforeId)) throw invalidToken(token.name, token.value)
     }
-    const { posts, more } = await searchPosts(readDb, condition, { ...w, beforeId, limit })
-    if (posts.length === 0) return { body: { meta: { result_count: 0 } } }
-    const page = await renderPosts(readDb, posts, fieldSelection(c.params))
-    const oldest = posts[posts.length - 1]!.id
-    const meta: Body = {
-      newest_id: posts[0]!.id,
-      oldest_id: oldest,
-      result_count: posts.length,
+    const sel = fieldSelection(c.params)
+    const pageMeta = (ids: readonly string[], more: boolean): Body => {
+      const oldest = ids[ids.length - 1]!
+      const meta: Body = { newest_id: ids[0]!, oldest_id: oldest, result_count: ids.length }
+      if (more) meta.next_token = ctx.pageTokens.encode(scope, oldest)
+      return meta
     }
-    if (more) meta.next_token = ctx.pageTokens.encode(scope, oldest)
+    const window = { ...w, beforeId, limit }
+    if (sel.expansions.size === 0) {
+      // No includes to resolve: the page comes back from Postgres as wire JSON text.
+      const fields = [...primaryFields(sel)]
+      const { posts, more } = await searchWirePosts(readDb, condition, window, fields)
+      if (posts.length === 0) return { body: { meta: { result_count: 0 } } }
+      const meta = pageMeta(
+        posts.map((p) => p.id),
+        more,
+      )
+      const data = jsonArray(posts.map((p) => p.json))
+      return {
+        json: jsonObject([
+          ['data', data],
+          ['meta', JSON.stringify(meta)],
+        ]),
+      }
+    }
+    const { posts, more } = await searchPosts(readDb, condition, window)
+    if (posts.length === 0) return { body: { meta: { result_count: 0 } } }
+    const page = await renderPosts(readDb, posts, sel)
+    const meta = pageMeta(
+      posts.map((p) => p.id),
+      more,
+    )
     return {
       body: compact({ data: page.data, includes: page.includes, errors: page.errors, meta }),
     }

@@ -1,6 +1,6 @@
-import { sql, type Expression, type ExpressionBuilder, type SqlBool } from 'kysely'
+import { sql, type Expression, type ExpressionBuilder, type RawBuilder, type SqlBool } from 'kysely'
 import type { WirePost, WireUser } from '@threadline/domain'
-import type { Db } from '../connect.js'
+import { PREPARE, type Db } from '../connect.js'
 import type { Database } from '../tables/index.js'
 
 /** A search condition over `posts`, as @threadline/query's compileSql returns. */
@@ -65,6 +65,80 @@ export async function usersByUsernames(db: Db, usernames: readonly string[]): Pr
     .execute()
 }
 
+/**
+ * A Post already in its wire form, as JSON text: `id`, `text` and the requested fields, in the
+ * order asked. Built from columns and pieces of `raw` that Postgres renders as text, so a page of
+ * Posts is never parsed into objects and serialized again (the read API's hot path). Equivalent to
+ * `JSON.stringify(shapePost(post, fields))` in @threadline/domain once parsed; a test holds the two
+ * together.
+ */
+export interface WirePostText {
+  id: string
+  json: string
+}
+
+const TIME_FORMAT = 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'
+
+/** One requested field of a Post as JSON text, or NULL when the Post does not have it. */
+function wireField(field: string): RawBuilder<string | null> {
+  if (!/^[a-z_]{1,64}$/.test(field)) throw new Error(`not a Post field: ${field}`)
+  const key = sql.lit(field)
+  switch (field) {
+    case 'created_at':
+      return sql`'"' || to_char(created_at AT TIME ZONE 'UTC', ${sql.lit(TIME_FORMAT)}) || '"'`
+    case 'conversation_id':
+    case 'author_id':
+    case 'in_reply_to_user_id':
+      // The column wins; the upstream object speaks for Posts stored without it.
+      return sql`coalesce('"' || ${sql.ref(field)} || '"', nullif((raw -> ${key})::text, 'null'))`
+    case 'edit_history_tweet_ids':
+      return sql`CASE WHEN jsonb_typeof(raw -> ${key}) = 'array' AND jsonb_array_length(raw -> ${key}) > 0
+        THEN (raw -> ${key})::text ELSE '["' || id || '"]' END`
+    default:
+      return sql`nullif((raw -> ${key})::text, 'null')`
+  }
+}
+
+/** The select list for WirePostText: id, text, and one text column per field (`f0`, `f1`, …). */
+function wireColumns(fields: readonly string[]) {
+  const wanted = fields.filter((f) => f !== 'id' && f !== 'text')
+  return {
+    wanted,
+    columns: [
+      sql<string>`id`.as('id'),
+      sql<string>`text`.as('text'),
+      ...wanted.map((f, i) => wireField(f).as(`f${i}`)),
+    ],
+  }
+}
+
+function wireJson(row: Record<string, unknown>, wanted: readonly string[]): WirePostText {
+  const id = row.id as string
+  let json = `{"id":"${id}","text":${JSON.stringify(row.text)}`
+  for (let i = 0; i < wanted.length; i++) {
+    const value = row[`f${i}`]
+    if (typeof value === 'string') json += `,"${wanted[i]}":${value}`
+  }
+  return { id, json: json + '}' }
+}
+
+/** Posts by id in wire form (see WirePostText), in one statement; ids not stored are absent. */
+export async function wirePostsByIds(
+  db: Db,
+  ids: readonly string[],
+  fields: readonly string[],
+): Promise<WirePostText[]> {
+  if (ids.length === 0) return []
+  const { wanted, columns } = wireColumns(fields)
+  const rows = await db
+    .selectFrom('posts')
+    .modifyFront(PREPARE)
+    .select(columns)
+    .where('id', '=', sql<string>`any(${sql.val(ids)}::bigint[])`)
+    .execute()
+  return rows.map((r) => wireJson(r, wanted))
+}
+
 export interface SearchWindow {
   /** Exclusive lower id bound. */
   sinceId?: string
@@ -95,14 +169,36 @@ export async function searchPosts(
   condition: PostCondition,
   window: SearchWindow & { beforeId?: string; limit: number },
 ): Promise<{ posts: ReadPost[]; more: boolean }> {
-  let query = windowed(db.selectFrom('posts').select(POST_COLUMNS).where(condition), window)
+  return page(await searchQuery(db, condition, window).select(POST_COLUMNS).execute(), window.limit)
+}
+
+/** searchPosts, with the Posts in wire form (see WirePostText). */
+export async function searchWirePosts(
+  db: Db,
+  condition: PostCondition,
+  window: SearchWindow & { beforeId?: string; limit: number },
+  fields: readonly string[],
+): Promise<{ posts: WirePostText[]; more: boolean }> {
+  const { wanted, columns } = wireColumns(fields)
+  const rows = await searchQuery(db, condition, window).select(columns).execute()
+  const { posts, more } = page(rows, window.limit)
+  return { posts: posts.map((r) => wireJson(r, wanted)), more }
+}
+
+function searchQuery(
+  db: Db,
+  condition: PostCondition,
+  window: SearchWindow & { beforeId?: string; limit: number },
+) {
+  let query = windowed(db.selectFrom('posts').modifyFront(PREPARE).where(condition), window)
   if (window.beforeId !== undefined) query = query.where('id', '<', window.beforeId)
-  const rows = await query
-    .orderBy('id', 'desc')
-    .limit(window.limit + 1)
-    .execute()
-  const more = rows.length > window.limit
-  if (more) rows.length = window.limit
+  return query.orderBy('id', 'desc').limit(window.limit + 1)
+}
+
+/** Fetches one extra row to know whether another page exists. */
+function page<T>(rows: T[], limit: number): { posts: T[]; more: boolean } {
+  const more = rows.length > limit
+  if (more) rows.length = limit
   return { posts: rows, more }
 }
 
