@@ -93,36 +93,52 @@ export function createRateLimiter(
     allowed: count <= limit,
   })
 
+  /**
+   * Counts one request, deciding at once when this process already knows the window's count:
+   * then it returns the result itself (no promise, no Redis round trip waited for); otherwise
+   * undefined, and the caller must use hit().
+   */
+  const hitKnown = (
+    endpoint: string,
+    subject: string,
+    limit: number,
+    now = Date.now(),
+  ): RateLimitResult | undefined => {
+    const start = now - (now % windowMs)
+    const state = states.get(`${endpoint}:${subject}`)
+    if (!state || state.start !== start) return undefined
+    const end = start + windowMs
+    const count = state.known + state.pending + state.unsent + 1
+    if (count > limit) return result(limit, count, end)
+    state.unsent += 1
+    flushLater(`${endpoint}:${subject}`, state, end)
+    return result(limit, count, end)
+  }
+
   return {
     windowMs,
     /** Where failures of the background increments are reported (they never reject a request). */
     onError(fn: (err: unknown) => void) {
       onError = fn
     },
+    hitKnown,
     async hit(
       endpoint: string,
       subject: string,
       limit: number,
       now = Date.now(),
     ): Promise<RateLimitResult> {
+      const known = hitKnown(endpoint, subject, limit, now)
+      if (known) return known
       const start = now - (now % windowMs)
       const end = start + windowMs
       const key = `${endpoint}:${subject}`
-      let state = states.get(key)
-      if (!state || state.start !== start) {
-        if (states.size >= 50_000) {
-          for (const [k, s] of states) if (s.start !== start) states.delete(k)
-        }
-        state = { start, known: 0, pending: 0, unsent: 0, flushing: false }
-        states.set(key, state)
-        state.pending += 1
-        return result(limit, await send(key, state, end, now, 1), end)
+      if (states.size >= 50_000) {
+        for (const [k, s] of states) if (s.start !== start) states.delete(k)
       }
-      const count = state.known + state.pending + state.unsent + 1
-      if (count > limit) return result(limit, count, end)
-      state.unsent += 1
-      flushLater(key, state, end)
-      return result(limit, count, end)
+      const state: WindowState = { start, known: 0, pending: 1, unsent: 0, flushing: false }
+      states.set(key, state)
+      return result(limit, await send(key, state, end, now, 1), end)
     },
   }
 }
