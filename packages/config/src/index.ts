@@ -109,6 +109,8 @@ const clusterNodes = z
 export const envSchema = z.object({
   DATABASE_URL: url('postgres://postgres@127.0.0.1:5432/threadline', ['postgres:', 'postgresql:']),
   DATABASE_POOL_MAX: int(10, 1, 500),
+  /** The API's hot reads as named prepared statements; off behind a pooler that cannot keep them. */
+  DATABASE_PREPARED_STATEMENTS: bool(true),
   REDIS_URL: url('redis://127.0.0.1:6379', ['redis:', 'rediss:']),
   QUEUE_PREFIX: str('threadline'),
   HOST: str('127.0.0.1'),

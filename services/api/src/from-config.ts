@@ -34,6 +34,7 @@ export async function apiFromConfig(
     url: withStatementTimeout(config.DATABASE_URL),
     poolMax: config.API_POOL_MAX,
     applicationName: 'threadline-api',
+    preparedStatements: config.DATABASE_PREPARED_STATEMENTS,
     logger,
   })
   // Post reads go to the replica when one is configured; it must be on the same schema version.
@@ -42,6 +43,7 @@ export async function apiFromConfig(
         url: withStatementTimeout(config.DATABASE_READ_URL),
         poolMax: config.API_POOL_MAX,
         applicationName: 'threadline-api-read',
+        preparedStatements: config.DATABASE_PREPARED_STATEMENTS,
         logger,
       }).catch(async (err: unknown) => {
         await db.destroy()

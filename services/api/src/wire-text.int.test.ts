@@ -1,5 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { postsByIds, searchPosts, searchWirePosts, sql, wirePostsByIds } from '@threadline/db'
+import {
+  createDb,
+  postsByIds,
+  searchPosts,
+  searchWirePosts,
+  sql,
+  wirePostsByIds,
+  type Db,
+  type PostCondition,
+} from '@threadline/db'
 import { shapePost, TWEET_FIELDS } from '@threadline/domain'
 import { createTestEnv, generateConversation, type TestEnv } from '@threadline/testing'
 import { storeLines } from './test-helpers.js'
@@ -101,5 +110,40 @@ describe('Posts as wire JSON text', () => {
 
   it('refuses a field name that is not a plain word (it becomes SQL)', async () => {
     await expect(wirePostsByIds(env.db, ids, ["lang') --"])).rejects.toThrow(/not a Post field/)
+  })
+})
+
+describe('prepared statements', () => {
+  const preparedOn = async (preparedStatements: boolean, run: (db: Db) => Promise<unknown>) => {
+    const db = createDb({ url: env.databaseUrl, poolMax: 1, preparedStatements })
+    try {
+      await run(db)
+      // The pool's one connection: the one that ran the statements.
+      const { rows } = await sql<{ statement: string }>`
+        SELECT statement FROM pg_prepared_statements`.execute(db)
+      return rows.map((r) => r.statement)
+    } finally {
+      await db.destroy()
+    }
+  }
+
+  it('run lookups and one conversation by name, other searches unnamed', async () => {
+    const fields = ['created_at', 'lang']
+    const conversation = (eb: Parameters<PostCondition>[0]) =>
+      eb('conversation_id', '=', conv.rootId)
+    const statements = await preparedOn(true, async (db) => {
+      await wirePostsByIds(db, ids, fields)
+      await wirePostsByIds(db, ids.slice(0, 2), fields)
+      await searchWirePosts(db, conversation, { limit: 5, prepared: true }, fields)
+      await searchWirePosts(db, () => sql<boolean>`lang = 'es'`, { limit: 5 }, fields)
+    })
+    expect(statements).toHaveLength(2)
+    expect(statements.some((s) => s.includes('any('))).toBe(true)
+    expect(statements.some((s) => s.includes('"conversation_id" ='))).toBe(true)
+    expect(statements.some((s) => s.includes("'es'"))).toBe(false)
+  })
+
+  it('are not used when turned off', async () => {
+    expect(await preparedOn(false, (db) => wirePostsByIds(db, ids, ['lang']))).toEqual([])
   })
 })

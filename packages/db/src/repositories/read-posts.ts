@@ -1,4 +1,11 @@
-import { sql, type Expression, type ExpressionBuilder, type RawBuilder, type SqlBool } from 'kysely'
+import {
+  CompiledQuery,
+  sql,
+  type Expression,
+  type ExpressionBuilder,
+  type RawBuilder,
+  type SqlBool,
+} from 'kysely'
 import type { WirePost, WireUser } from '@threadline/domain'
 import { PREPARE, type Db } from '../connect.js'
 import type { Database } from '../tables/index.js'
@@ -122,6 +129,30 @@ function wireJson(row: Record<string, unknown>, wanted: readonly string[]): Wire
   return { id, json: json + '}' }
 }
 
+/**
+ * The lookup statement for one field list, compiled once: it depends on nothing else (the ids
+ * travel as its one parameter), and the builder and compiler cost more than the rest of a
+ * one-Post lookup in this process. Bounded like the prepared statements it becomes.
+ */
+const lookupStatements = new Map<string, { sql: string; wanted: string[] }>()
+
+function lookupStatement(db: Db, fields: readonly string[]) {
+  const key = fields.join(',')
+  let statement = lookupStatements.get(key)
+  if (!statement) {
+    const { wanted, columns } = wireColumns(fields)
+    const compiled = db
+      .selectFrom('posts')
+      .modifyFront(PREPARE)
+      .select(columns)
+      .where('id', '=', sql<string>`any(${sql.val([])}::bigint[])`)
+      .compile()
+    statement = { sql: compiled.sql, wanted }
+    if (lookupStatements.size < 256) lookupStatements.set(key, statement)
+  }
+  return statement
+}
+
 /** Posts by id in wire form (see WirePostText), in one statement; ids not stored are absent. */
 export async function wirePostsByIds(
   db: Db,
@@ -129,14 +160,11 @@ export async function wirePostsByIds(
   fields: readonly string[],
 ): Promise<WirePostText[]> {
   if (ids.length === 0) return []
-  const { wanted, columns } = wireColumns(fields)
-  const rows = await db
-    .selectFrom('posts')
-    .modifyFront(PREPARE)
-    .select(columns)
-    .where('id', '=', sql<string>`any(${sql.val(ids)}::bigint[])`)
-    .execute()
-  return rows.map((r) => wireJson(r, wanted))
+  const statement = lookupStatement(db, fields)
+  const { rows } = await db.executeQuery<Record<string, unknown>>(
+    CompiledQuery.raw(statement.sql, [ids]),
+  )
+  return rows.map((r) => wireJson(r, statement.wanted))
 }
 
 export interface SearchWindow {
@@ -148,6 +176,13 @@ export interface SearchWindow {
   startTime?: Date
   /** Exclusive upper `created_at` bound. */
   endTime?: Date
+  /**
+   * Run as a named prepared statement (see PREPARE). Only for conditions whose best plan does not
+   * depend on their values, such as one conversation id: a prepared statement may settle on one
+   * generic plan, which for a keyword of very uneven frequency can be far from the best one.
+   * Counts never are: their generic plan (time bounds unknown) scans by time, 50× slower here.
+   */
+  prepared?: boolean
 }
 
 function windowed<Q extends { where: (...args: any[]) => Q }>(query: Q, w: SearchWindow): Q {
@@ -190,7 +225,8 @@ function searchQuery(
   condition: PostCondition,
   window: SearchWindow & { beforeId?: string; limit: number },
 ) {
-  let query = windowed(db.selectFrom('posts').modifyFront(PREPARE).where(condition), window)
+  let query = windowed(db.selectFrom('posts').where(condition), window)
+  if (window.prepared) query = query.modifyFront(PREPARE)
   if (window.beforeId !== undefined) query = query.where('id', '<', window.beforeId)
   return query.orderBy('id', 'desc').limit(window.limit + 1)
 }
@@ -211,9 +247,10 @@ const STEP: Record<Granularity, string> = {
   day: '24 hours',
 }
 
+/** One bucket of counts; its bounds are already in X's time format (`…T…:…:….000Z`). */
 export interface CountBucket {
-  start: Date
-  end: Date
+  start: string
+  end: string
   tweet_count: number
 }
 
@@ -242,7 +279,8 @@ export async function countPosts(
   ).groupBy(sql`1`)
   const start = window.startTime.toISOString()
   const end = window.endTime.toISOString()
-  const { rows } = await sql<{ start: Date; end: Date; n: string }>`
+  const time = sql.lit(TIME_FORMAT)
+  const { rows } = await sql<{ start: string; end: string; n: string }>`
     WITH counts AS (${counts}),
     buckets AS (
       SELECT g AS bucket
@@ -251,8 +289,8 @@ export async function countPosts(
         ${end}::timestamptz - interval '1 microsecond',
         ${step}::interval) AS g
     )
-    SELECT greatest(b.bucket, ${start}::timestamptz) AS start,
-      least(b.bucket + ${step}::interval, ${end}::timestamptz) AS end,
+    SELECT to_char(greatest(b.bucket, ${start}::timestamptz) AT TIME ZONE 'UTC', ${time}) AS start,
+      to_char(least(b.bucket + ${step}::interval, ${end}::timestamptz) AT TIME ZONE 'UTC', ${time}) AS end,
       coalesce(c.n, 0) AS n
     FROM buckets b LEFT JOIN counts c ON c.bucket = b.bucket
     ORDER BY b.bucket
