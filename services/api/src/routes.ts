@@ -384,7 +384,12 @@ export function registerRoutes(app: FastifyInstance, ctx: ServerContext): void {
     const data = buckets.map(
       (b) => `{"end":"${b.end}","start":"${b.start}","tweet_count":${b.tweet_count}}`,
     )
-    return { json: jsonObject([['data', jsonArray(data)], ['meta', JSON.stringify(meta)]]) }
+    return {
+      json: jsonObject([
+        ['data', jsonArray(data)],
+        ['meta', JSON.stringify(meta)],
+      ]),
+    }
   }
   route(
     'GET',
