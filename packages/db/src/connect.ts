@@ -1,4 +1,4 @@
-import { Kysely, PostgresDialect, sql } from 'kysely'
+import { CompiledQuery, Kysely, PostgresDialect, sql } from 'kysely'
 import pg from 'pg'
 import type { Logger } from '@threadline/logger'
 import type { Database } from './tables/index.js'
@@ -44,26 +44,38 @@ function preparedName(text: string): string | undefined {
 
 type Query = (config: unknown, values?: unknown, callback?: unknown) => unknown
 
-/** Makes a client run PREPARE-marked texts (as Kysely sends them: text and values) by name. */
+/**
+ * Makes a client run PREPARE-marked texts by name, whether they come as Kysely sends them (text,
+ * values) or as pool.query does (text, values, callback).
+ */
 function preparing(client: pg.PoolClient): void {
   const query = client.query.bind(client) as Query
   ;(client as unknown as { query: Query }).query = (config, values, callback) => {
-    if (
-      typeof config === 'string' &&
-      typeof callback !== 'function' &&
-      config.includes(PREPARE_MARK)
-    ) {
+    if (typeof config === 'string' && config.includes(PREPARE_MARK)) {
       const name = preparedName(config)
-      if (name !== undefined) return query({ name, text: config, values })
+      if (name !== undefined) {
+        return typeof values === 'function'
+          ? query({ name, text: config }, values)
+          : query({ name, text: config, values }, callback)
+      }
     }
     return query(config, values, callback)
   }
 }
 
+const pools = new WeakMap<Db, pg.Pool>()
+
 /**
- * A Kysely instance over a pg pool. int8 stays a string (pg's default): ids are 64-bit and must
- * never pass through a JS number.
+ * Runs one statement straight on the pool under `db` (no query builder, no Kysely connection
+ * provider): for the read API's hottest statements, whose text is built once. Falls back to
+ * Kysely when `db` is not a pool's (a transaction).
  */
+export async function queryRows<R>(db: Db, text: string, values: unknown[]): Promise<R[]> {
+  const pool = pools.get(db)
+  if (pool) return (await pool.query(text, values)).rows as R[]
+  return (await db.executeQuery<R>(CompiledQuery.raw(text, values))).rows as R[]
+}
+
 export function createDb(options: DbOptions): Db {
   const pool = new pg.Pool({
     connectionString: options.url,
@@ -83,7 +95,7 @@ export function createDb(options: DbOptions): Db {
     client.on('error', (err) => log?.warn({ err }, 'Postgres connection lost'))
     if (options.preparedStatements ?? true) preparing(client)
   })
-  return new Kysely<Database>({
+  const db = new Kysely<Database>({
     dialect: new PostgresDialect({ pool }),
     log: log
       ? (event) => {
@@ -93,6 +105,8 @@ export function createDb(options: DbOptions): Db {
         }
       : undefined,
   })
+  pools.set(db, pool)
+  return db
 }
 
 /** SQLSTATE classes that mean "this input is wrong", as opposed to "try again later". */

@@ -1,13 +1,6 @@
-import {
-  CompiledQuery,
-  sql,
-  type Expression,
-  type ExpressionBuilder,
-  type RawBuilder,
-  type SqlBool,
-} from 'kysely'
+import { sql, type Expression, type ExpressionBuilder, type RawBuilder, type SqlBool } from 'kysely'
 import type { WirePost, WireUser } from '@threadline/domain'
-import { PREPARE, type Db } from '../connect.js'
+import { PREPARE, queryRows, type Db } from '../connect.js'
 import type { Database } from '../tables/index.js'
 
 /** A search condition over `posts`, as @threadline/query's compileSql returns. */
@@ -161,9 +154,7 @@ export async function wirePostsByIds(
 ): Promise<WirePostText[]> {
   if (ids.length === 0) return []
   const statement = lookupStatement(db, fields)
-  const { rows } = await db.executeQuery<Record<string, unknown>>(
-    CompiledQuery.raw(statement.sql, [ids]),
-  )
+  const rows = await queryRows<Record<string, unknown>>(db, statement.sql, [ids])
   return rows.map((r) => wireJson(r, statement.wanted))
 }
 
