@@ -4,7 +4,7 @@ import { buildServer, type ApiServer } from '@threadline/api'
 import { addRules, createApp, createDb } from '@threadline/db'
 import { formatPostTime, generateId, snowflakeTime } from '@threadline/domain'
 import { createRedis } from '@threadline/queue'
-import type { TestEnv } from '@threadline/testing'
+import { waitFor, type TestEnv } from '@threadline/testing'
 import { storeLines as writerStoreLines, type Writer } from '@threadline/writer'
 import {
   registerFilteredStream,
@@ -46,6 +46,22 @@ export async function startStreamServer(
   await server.start()
   return { server, stream, url: server.url() }
 }
+
+/**
+ * True once `appId` has an open filtered stream on `api`. The route loads the app's rules, opens
+ * the connection in the registry and attaches it to the hub in one run of microtasks, so from any
+ * later callback (a waitFor poll) it means: every Post stored from now on reaches that stream. A
+ * Post stored before it is not delivered (the stream is live; backfill_minutes is for the past).
+ *
+ * A boolean on purpose: waitFor takes any value but undefined and false as success, so a count
+ * (`registry.connections(appId).size`) "succeeds" at once with 0, before the client is connected.
+ */
+export const streamConnected = (api: StreamServer, appId: string): boolean =>
+  api.stream.registry.connections(appId).size > 0
+
+/** Waits (with waitFor's deadline) until `appId` has an open filtered stream on `api`. */
+export const waitForStream = (api: StreamServer, appId: string): Promise<boolean> =>
+  waitFor('the stream connected', () => streamConnected(api, appId))
 
 /** A writer (relaying to `<prefix>:stored`) with its own clients, closed at teardown. */
 export const startWriter = (env: TestEnv): Promise<Writer> =>
