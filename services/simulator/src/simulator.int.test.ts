@@ -473,4 +473,37 @@ describe('simulator lifecycle', () => {
       await sim.close()
     }
   })
+
+  it('with stopAfter, waits for a reader, makes exactly that many Posts, then only keep-alives', async () => {
+    const sim = createSimulator({
+      port: 0,
+      rate: 2_000,
+      stopAfter: 120,
+      keepAliveMs: 50,
+      bearerToken: TOKEN,
+      world: { users: 100, historyPosts: 200 },
+      compileRule: (value) =>
+        value === 'everything'
+          ? { ok: true, rule: { test: () => true } }
+          : { ok: false, errors: [] },
+    })
+    await sim.start()
+    try {
+      await addRule(sim, 'everything')
+      const before = sim.stats().generated
+      const stream = await openStream(sim)
+      await until('120 Posts streamed', () => stream.posts().length >= 120)
+      // Keep-alives come only after 50 ms without a line: once two have come, generation is over.
+      await until('two keep-alives after the last Post', () => {
+        const lines = stream.lines()
+        const last = lines.findLastIndex((l) => l !== '')
+        return lines.length - 1 - last >= 2
+      })
+      expect(stream.posts()).toHaveLength(120)
+      expect(sim.stats().generated - before).toBe(120)
+    } finally {
+      for (const s of openStreams.splice(0)) s.close()
+      await sim.close()
+    }
+  })
 })

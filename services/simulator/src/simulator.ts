@@ -26,6 +26,11 @@ export interface SimulatorOptions {
   seed?: number
   /** New Posts per second; 0 makes Posts only on demand (`emit`, `reply`). */
   rate?: number
+  /**
+   * Live generation stops after this many Posts (benchmarks of a fixed number), and waits for a
+   * stream connection before it starts; unset: never stops.
+   */
+  stopAfter?: number
   bearerToken?: string
   /** A bare `\r\n` after this long without a line (X: 20 s). */
   keepAliveMs?: number
@@ -129,9 +134,11 @@ export function createSimulator(options: SimulatorOptions = {}): Simulator {
   let timer: NodeJS.Timeout | undefined
   let baseMs = 0
   let madeSinceBase = 0
+  let madeLive = 0
   function tick() {
     const now = Date.now()
-    if (hub.blocked) {
+    // A fixed-count run (stopAfter) makes its Posts for a reader: none are made while none listens.
+    if (hub.blocked || (options.stopAfter !== undefined && hub.size === 0)) {
       // Generation waits for the reader; restart the schedule so it does not burst afterwards.
       baseMs = now
       madeSinceBase = 0
@@ -139,8 +146,14 @@ export function createSimulator(options: SimulatorOptions = {}): Simulator {
     }
     const due = Math.floor(((now - baseMs) * rate) / 1000) - madeSinceBase
     if (due <= 0) return
-    const count = Math.min(due, Math.max(1, Math.ceil(rate / 10)))
+    const left = (options.stopAfter ?? Infinity) - madeLive
+    const count = Math.min(due, Math.max(1, Math.ceil(rate / 10)), left)
+    if (count <= 0) {
+      clearInterval(timer)
+      return
+    }
     madeSinceBase += count
+    madeLive += count
     produce(world.generate(count, now))
     if (due > count * 4) {
       // Too far behind (a long pause of the event loop): drop the backlog instead of a burst.

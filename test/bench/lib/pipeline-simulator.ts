@@ -2,14 +2,16 @@ import { compileConversationRule, createSimulator } from '@threadline/simulator'
 
 /**
  * The simulator for `pnpm bench pipeline`, in its own process (as X is another machine): it
- * generates at `rate` Posts/s, pausing when the reader falls behind, and one extra rule value,
+ * generates `stopAfter` Posts at `rate` Posts/s, pausing when the reader falls behind, and one extra rule value,
  * `bench:everything`, matches every Post so that the whole generated stream flows to the ingest.
  */
 const rate = Number(process.argv[2] ?? 50_000)
 const token = process.argv[3] ?? 'bench-token'
+const stopAfter = Number(process.argv[4] ?? 50_000)
 const sim = createSimulator({
   port: 0,
   rate,
+  stopAfter,
   seed: 7,
   bearerToken: token,
   keepAliveMs: 5_000,
@@ -21,8 +23,10 @@ const sim = createSimulator({
       ? { ok: true, rule: { test: () => true } }
       : compileConversationRule(value),
 })
+// Every Post of the world's history is older than this; every live one is not.
+const liveFrom = new Date().toISOString()
 await sim.start()
-process.stdout.write(`${JSON.stringify({ url: sim.url })}\n`)
+process.stdout.write(`${JSON.stringify({ url: sim.url, liveFrom })}\n`)
 const stop = () => {
   const stats = sim.stats()
   void sim.close().then(() => {
