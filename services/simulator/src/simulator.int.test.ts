@@ -485,7 +485,7 @@ describe('simulator lifecycle', () => {
       compileRule: (value) =>
         value === 'everything'
           ? { ok: true, rule: { test: () => true } }
-          : { ok: false, errors: [] },
+          : { ok: false, reason: 'only "everything" here' },
     })
     await sim.start()
     try {
