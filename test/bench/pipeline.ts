@@ -93,6 +93,8 @@ try {
     LOG_LEVEL: 'warn',
     // Two roles on one host: each would take the default metrics port.
     METRICS_PORT: '0',
+    // As docker-compose.yml runs the writer and the ingest.
+    NODE_OPTIONS: '--max-semi-space-size=32',
     UPSTREAM_URL: simUrl,
     UPSTREAM_BEARER_TOKEN: token,
   }
