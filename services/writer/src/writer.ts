@@ -25,6 +25,7 @@ import {
 } from '@threadline/queue'
 import { once, withDeadline, type Service } from '@threadline/runtime'
 import { coalesced } from './coalesce.js'
+import { RecentlyStored } from './recent.js'
 
 export interface WriterOptions {
   concurrency: number
@@ -126,11 +127,15 @@ export async function storeLines(
   lines: readonly string[],
   observedAt: string,
   source: string,
+  recent?: RecentlyStored,
 ): Promise<StoredLines> {
-  const batch = normalizeLines(lines, observedAt)
+  const normalized = normalizeLines(lines, observedAt)
+  const batch = recent ? recent.skipKnown(normalized) : normalized
   try {
     const { outbox, ...result } = await storeBatch(db, batch, source)
-    return { ...result, fresh: freshFromMemory(batch, outbox) }
+    recent?.remember(batch)
+    // From the whole batch: a Post's author travels with it even when its row was not resent.
+    return { ...result, fresh: freshFromMemory(normalized, outbox) }
   } catch (err) {
     if (!isDataError(err)) throw err
     if (lines.length === 1) {
@@ -144,8 +149,8 @@ export async function storeLines(
       return { ...result, fresh: [] }
     }
     const mid = Math.ceil(lines.length / 2)
-    const a = await storeLines(db, lines.slice(0, mid), observedAt, source)
-    const b = await storeLines(db, lines.slice(mid), observedAt, source)
+    const a = await storeLines(db, lines.slice(0, mid), observedAt, source, recent)
+    const b = await storeLines(db, lines.slice(mid), observedAt, source, recent)
     return {
       inserted: a.inserted + b.inserted,
       updated: a.updated + b.updated,
@@ -158,6 +163,7 @@ export async function storeLines(
 
 export function createWriter(deps: WriterDeps): Writer {
   const { db, redis, prefix, options, metrics } = deps
+  const recent = new RecentlyStored()
   const log = deps.logger.child({ component: 'writer' })
   // Relayed outbox batches also become `activity` jobs (events for subscriptions, issue 7).
   const activity = createActivityQueue(redis, prefix, deps.logger)
@@ -224,7 +230,7 @@ export function createWriter(deps: WriterDeps): Writer {
     }
     const { lines, observed_at: observedAt, source } = parsed.data
     const started = performance.now()
-    const { fresh, ...result } = await storeLines(db, lines, observedAt, source)
+    const { fresh, ...result } = await storeLines(db, lines, observedAt, source, recent)
     const seconds = (performance.now() - started) / 1000
     await publishFresh(fresh)
     metrics?.batchStored({ ...result, lines: lines.length, seconds })
