@@ -72,21 +72,20 @@ const dispatched = (streamId: string) =>
   )
 
 describe('waiting for a filtered stream to open', () => {
-  it('a count as the check does not wait, and a Post stored meanwhile never reaches the stream', async () => {
+  it('a count as the check is refused; a Post stored before the stream opens never reaches it', async () => {
     const app = await appWithRules(env, 'count wait', [{ value: '#cwcount' }])
     const held = holdOpening(app.appId)
     const streaming = openRawStream(api.url, app.token, '', env)
     await held.reached
 
-    // The check clients.test.ts used: "succeeds" with 0 while the stream is not open.
-    const count = await waitFor(
-      'the stream connected',
-      () => api.stream.registry.connections(app.appId).size,
-    )
-    expect(count).toBe(0)
+    // The check clients.test.ts used "succeeded" with 0 while the stream was not open; waitFor
+    // now refuses a check that returns 0.
+    await expect(
+      waitFor('the stream connected', () => api.stream.registry.connections(app.appId).size),
+    ).rejects.toThrow(/returned 0/)
     expect(streamConnected(api, app.appId)).toBe(false)
 
-    // So the test went on: the first Post is stored and dispatched before the stream exists.
+    // What the test then did: the first Post is stored and dispatched before the stream exists.
     const root = postLine({ text: 'root #cwcount', author })
     await store(env, writer, [root.line])
     await dispatched(await storedIdOf(root.id))

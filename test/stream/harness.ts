@@ -54,7 +54,8 @@ export async function startStreamServer(
  * Post stored before it is not delivered (the stream is live; backfill_minutes is for the past).
  *
  * A boolean on purpose: waitFor takes any value but undefined and false as success, so a count
- * (`registry.connections(appId).size`) "succeeds" at once with 0, before the client is connected.
+ * (`registry.connections(appId).size`) once "succeeded" at 0, before the client was connected
+ * (waitFor now refuses a check that returns 0).
  */
 export const streamConnected = (api: StreamServer, appId: string): boolean =>
   api.stream.registry.connections(appId).size > 0
