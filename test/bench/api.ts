@@ -9,6 +9,7 @@
 import { spawn, type ChildProcess } from 'node:child_process'
 import http from 'node:http'
 import { createInterface } from 'node:readline'
+import { parseArgs } from 'node:util'
 import { fileURLToPath } from 'node:url'
 import autocannon from 'autocannon'
 import pg from 'pg'
@@ -25,15 +26,20 @@ import { silentLogger } from '@threadline/logger'
 import { createRedis } from '@threadline/queue'
 import { buildServer } from '@threadline/api'
 
-const args = process.argv.slice(2)
-const flag = (name: string, fallback: number) => {
-  const i = args.indexOf(`--${name}`)
-  return i >= 0 ? Number(args[i + 1]) : fallback
-}
-const TARGET_POSTS = flag('posts', 1_000_000)
-const ONLY = args.includes('--only') ? args[args.indexOf('--only') + 1]!.split(',') : undefined
-const DURATION = flag('duration', 12)
-const CONNECTIONS = flag('connections', 10)
+const { values, positionals } = parseArgs({
+  allowPositionals: true,
+  options: {
+    posts: { type: 'string', default: '1000000' },
+    duration: { type: 'string', default: '12' },
+    connections: { type: 'string', default: '10' },
+    only: { type: 'string' },
+    profile: { type: 'boolean', default: false },
+  },
+})
+const TARGET_POSTS = Number(values.posts)
+const ONLY = values.only?.split(',')
+const DURATION = Number(values.duration)
+const CONNECTIONS = Number(values.connections)
 const CONVERSATIONS = 10_000
 const FIELDS = 'created_at,author_id,conversation_id,public_metrics'
 const TWEPOCH = 1288834974657n
@@ -240,7 +246,7 @@ function startChild(mode: string): Promise<{ child: ChildProcess; url: string }>
   const child = spawn(
     process.execPath,
     [
-      ...(args.includes('--profile') ? ['--cpu-prof', '--cpu-prof-dir=/tmp/bench-api-prof'] : []),
+      ...(values.profile ? ['--cpu-prof', '--cpu-prof-dir=/tmp/bench-api-prof'] : []),
       '--import',
       'tsx',
       fileURLToPath(import.meta.url),
@@ -300,14 +306,14 @@ async function load(
   }
 }
 
-/** Latencies: the worse of two; errors: summed; rps: left to the caller. */
-function merge(x: Figures, y: Figures): Figures {
+/** Several rounds as one: mean req/s, the worst latencies, errors summed. */
+function combine(rounds: readonly Figures[]): Figures {
   return {
-    rps: x.rps,
-    p50: Math.max(x.p50, y.p50),
-    p99: Math.max(x.p99, y.p99),
-    errors: x.errors + y.errors,
-    non2xx: x.non2xx + y.non2xx,
+    rps: Math.round(rounds.reduce((sum, r) => sum + r.rps, 0) / rounds.length),
+    p50: Math.max(...rounds.map((r) => r.p50)),
+    p99: Math.max(...rounds.map((r) => r.p99)),
+    errors: rounds.reduce((sum, r) => sum + r.errors, 0),
+    non2xx: rounds.reduce((sum, r) => sum + r.non2xx, 0),
   }
 }
 
@@ -373,15 +379,13 @@ async function main(): Promise<void> {
           as.push(await load(api.url, path, auth, 2))
         }
       }
-      const a = as.reduce(merge)
-      const b = bs.reduce(merge)
+      const a = combine(as)
+      const b = combine(bs)
       const pairs = as.map((x, r) => x.rps / bs[r]!.rps).sort((x, y) => x - y)
       const mid = pairs.length / 2
       const median =
         pairs.length % 2 === 1 ? pairs[Math.floor(mid)]! : (pairs[mid - 1]! + pairs[mid]!) / 2
       const ratio = Math.round(median * 100) / 100
-      a.rps = Math.round(as.reduce((sum, x) => sum + x.rps, 0) / rounds)
-      b.rps = Math.round(bs.reduce((sum, x) => sum + x.rps, 0) / rounds)
       const spread = `${pairs[0]!.toFixed(2)}–${pairs.at(-1)!.toFixed(2)}`
       figures[name] = { api: a, baseline: b, ratio }
       console.log(
@@ -420,7 +424,7 @@ async function main(): Promise<void> {
   )
 }
 
-const mode = args[0]
+const mode = positionals[0]
 if (mode === 'serve-api') await serveApi()
 else if (mode === 'serve-baseline') await serveBaseline()
 else await main()

@@ -4,6 +4,7 @@ import { dirname, join } from 'node:path'
 import { Readable, Writable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
 import { fileURLToPath } from 'node:url'
+import { parseArgs } from 'node:util'
 import pg from 'pg'
 import { from as copyFrom, to as copyTo } from 'pg-copy-streams'
 import { loadConfig } from '@threadline/config'
@@ -11,23 +12,24 @@ import { addRules, createApp, createDb, migrateToLatest, sql, withDatabase } fro
 import { closeRedis, createRedis } from '@threadline/queue'
 
 /**
- * `pnpm bench pipeline [posts] [rate] [--profile]`: the simulator at full speed (its own process) → ingest →
+ * `pnpm bench pipeline [posts] [rate] [--writers N] [--profile]`: the simulator at full speed (its own process) → ingest →
  * BullMQ `posts` → writer → Postgres, for a fixed number of Posts. Reports Posts/s end to end and,
  * in the same run, the rate of a plain COPY of the same rows into a table identical to posts; the last
  * line is JSON with `ratio` = pipeline / COPY.
  */
-const positional = process.argv
-  .slice(2)
-  .filter((a, i, all) => !a.startsWith('--') && all[i - 1] !== '--writers')
-const target = Number(positional[0] ?? 50_000)
-const rate = Number(positional[1] ?? 100_000)
-// `--writers N`: writer processes (competing consumers of `posts`), as compose's --scale does.
-const writersAt = process.argv.indexOf('--writers')
-const writers = writersAt > 0 ? Number(process.argv[writersAt + 1]) : 1
-// `--profile`: each process writes a V8 CPU profile into /tmp/bench-pipeline-prof on exit.
-const profile = process.argv.includes('--profile')
-  ? ['--cpu-prof', '--cpu-prof-dir=/tmp/bench-pipeline-prof']
-  : []
+const { values, positionals } = parseArgs({
+  allowPositionals: true,
+  options: {
+    // Writer processes (competing consumers of `posts`), as compose's --scale does.
+    writers: { type: 'string', default: '1' },
+    // Each process writes a V8 CPU profile into /tmp/bench-pipeline-prof on exit.
+    profile: { type: 'boolean', default: false },
+  },
+})
+const target = Number(positionals[0] ?? 50_000)
+const rate = Number(positionals[1] ?? 100_000)
+const writers = Number(values.writers)
+const profile = values.profile ? ['--cpu-prof', '--cpu-prof-dir=/tmp/bench-pipeline-prof'] : []
 const base = loadConfig()
 const id = randomBytes(4).toString('hex')
 const prefix = `bench-pipeline-${id}`

@@ -11,6 +11,7 @@
 import { spawn, type ChildProcess } from 'node:child_process'
 import http from 'node:http'
 import { createInterface } from 'node:readline'
+import { parseArgs } from 'node:util'
 import { fileURLToPath } from 'node:url'
 import { loadConfig } from '@threadline/config'
 import {
@@ -27,14 +28,19 @@ import { closeRedis, createRedis } from '@threadline/queue'
 import { apiFromConfig } from '@threadline/api'
 import { createWriter, storeLines } from '@threadline/writer'
 
-const args = process.argv.slice(2)
-const flag = (name: string, fallback: number) => {
-  const i = args.indexOf(`--${name}`)
-  return i >= 0 ? Number(args[i + 1]) : fallback
-}
-const RATE = flag('rate', 1000)
-const CLIENTS = flag('clients', 100)
-const DURATION_S = flag('duration', 10)
+const { values } = parseArgs({
+  options: {
+    rate: { type: 'string', default: '1000' },
+    clients: { type: 'string', default: '100' },
+    duration: { type: 'string', default: '10' },
+    // The child processes' roles.
+    'serve-api': { type: 'boolean', default: false },
+    'serve-baseline': { type: 'boolean', default: false },
+  },
+})
+const RATE = Number(values.rate)
+const CLIENTS = Number(values.clients)
+const DURATION_S = Number(values.duration)
 const TICK_MS = 20
 const GROUPS = 10
 
@@ -352,7 +358,6 @@ async function main(): Promise<void> {
   )
 }
 
-const mode = args[0]
-if (mode === '--serve-api') await serveApi()
-else if (mode === '--serve-baseline') await serveBaseline()
+if (values['serve-api']) await serveApi()
+else if (values['serve-baseline']) await serveBaseline()
 else await main()
