@@ -1,5 +1,6 @@
 import type { Queue } from 'bullmq'
-import { duplicateRedis, type Redis } from './connection.js'
+import type { Redis } from './connection.js'
+import { tailStream, type RawEntries, type StreamTail } from './tail-stream.js'
 import { z } from 'zod'
 import type { Logger } from '@threadline/logger'
 import { createQueue } from './queues.js'
@@ -93,8 +94,6 @@ export async function publishActivity(
   if (failed) throw failed[0]
 }
 
-type RawEntries = Array<[string, string[]]>
-
 function toEntries(raw: RawEntries): Array<ActivityEntry & { streamId: string }> {
   const out: Array<ActivityEntry & { streamId: string }> = []
   for (const [streamId, fields] of raw) {
@@ -127,69 +126,20 @@ export async function recentActivity(
   return toEntries(raw).filter((e) => e.app_id === appId)
 }
 
-export interface ActivityReader {
-  /** Resolves once the reader knows the tail: every event added after this is delivered. */
-  ready: Promise<void>
-  close(): Promise<void>
-}
+export type ActivityReader = Pick<StreamTail, 'ready' | 'close'>
 
-/**
- * Follows the activity stream from its tail on a dedicated connection (XREAD BLOCK holds it),
- * reconnecting while open and resuming after the last id handed over.
- */
+/** Follows the activity stream from its tail (see tailStream). */
 export function readActivity(
   redis: Redis,
   prefix: string,
   onEntries: (entries: ActivityEntry[]) => void,
   { blockMs = 2_000, logger }: { blockMs?: number; logger?: Logger } = {},
 ): ActivityReader {
-  const key = activityStreamKey(prefix)
-  const log = logger?.child({ component: 'activity-reader' })
-  const conn = duplicateRedis(redis, 'activity-reader')
-  conn.on('error', (err) => log?.debug({ err }, 'activity reader connection error'))
-  let closed = false
-  let lastId: string | undefined
-  let markReady: () => void = () => {}
-  const ready = new Promise<void>((resolve) => (markReady = resolve))
-  const run = async () => {
-    let failures = 0
-    while (!closed) {
-      try {
-        if (lastId === undefined) {
-          const tail = (await conn.xrevrange(key, '+', '-', 'COUNT', 1)) as RawEntries
-          lastId = tail[0]?.[0] ?? '0-0'
-          markReady()
-        }
-        const res = (await conn.xread(
-          'COUNT',
-          1000,
-          'BLOCK',
-          blockMs,
-          'STREAMS',
-          key,
-          lastId,
-        )) as Array<[string, RawEntries]> | null
-        failures = 0
-        const raw = res?.[0]?.[1] ?? []
-        if (raw.length === 0) continue
-        lastId = raw[raw.length - 1]![0]
-        onEntries(toEntries(raw))
-      } catch (err) {
-        if (closed) return
-        failures += 1
-        log?.warn({ err }, 'activity stream read failed; retrying')
-        await new Promise((r) => setTimeout(r, Math.min(200 * failures, 5_000)))
-      }
-    }
-  }
-  const running = run()
-  return {
-    ready,
-    async close() {
-      closed = true
-      markReady()
-      conn.disconnect()
-      await running.catch(() => {})
-    },
-  }
+  return tailStream(redis, activityStreamKey(prefix), {
+    name: 'activity-reader',
+    count: 1000,
+    blockMs,
+    logger,
+    onEntries: (raw) => onEntries(toEntries(raw)),
+  })
 }

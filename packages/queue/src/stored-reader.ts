@@ -1,4 +1,5 @@
-import { duplicateRedis, type Redis } from './connection.js'
+import type { Redis } from './connection.js'
+import { tailStream, type RawEntries, type StreamTail } from './tail-stream.js'
 import type { Logger } from '@threadline/logger'
 import { storedStreamKey, type StoredEntry } from './stored-stream.js'
 
@@ -6,8 +7,6 @@ import { storedStreamKey, type StoredEntry } from './stored-stream.js'
 export interface StoredMessage extends StoredEntry {
   streamId: string
 }
-
-type RawEntries = Array<[string, string[]]>
 
 function toMessages(raw: RawEntries): StoredMessage[] {
   const out: StoredMessage[] = []
@@ -44,88 +43,20 @@ export interface StoredReaderOptions {
   onMessages: (messages: StoredMessage[]) => Promise<void> | void
 }
 
-export interface StoredReader {
-  /** Resolves once the tail position is known: every entry added after this is delivered. */
-  ready: Promise<void>
-  /** The id of the last entry handed over (or the tail it started from). */
-  readonly lastId: string
-  close(): Promise<void>
-}
+export type StoredReader = StreamTail
 
-/**
- * Follows the `stored` stream from its tail on a dedicated connection (XREAD BLOCK holds it), so
- * the caller's own connection stays free. Reconnects for as long as it is open and resumes after
- * the last id it handed over, so a Redis restart loses nothing the stream still holds.
- */
+/** Follows the `stored` stream from its tail (see tailStream), a batch at a time. */
 export function readStored(redis: Redis, options: StoredReaderOptions): StoredReader {
-  const key = storedStreamKey(options.prefix)
-  const log = options.logger?.child({ component: 'stored-reader' })
-  const blockMs = options.blockMs ?? 5_000
-  // Blocking reads wait forever for a reconnect (worker-style), never failing fast.
-  const conn = duplicateRedis(redis, 'stored-reader')
-  conn.on('error', (err) => log?.debug({ err }, 'stored reader connection error'))
-  let closed = false
-  let lastId = '0-0'
-  let markReady: () => void = () => {}
-  const ready = new Promise<void>((resolve) => (markReady = resolve))
-
-  const run = async () => {
-    let failures = 0
-    for (;;) {
-      try {
-        const tail = (await conn.xrevrange(key, '+', '-', 'COUNT', 1)) as RawEntries
-        lastId = tail[0]?.[0] ?? '0-0'
-        break
-      } catch (err) {
-        if (closed) return
-        failures += 1
-        log?.warn({ err }, 'reading the stored stream tail failed; retrying')
-        await new Promise((r) => setTimeout(r, Math.min(5_000, 200 * failures)))
-      }
-    }
-    markReady()
-    failures = 0
-    while (!closed) {
-      try {
-        const res = (await conn.xread(
-          'COUNT',
-          options.batch,
-          'BLOCK',
-          blockMs,
-          'STREAMS',
-          key,
-          lastId,
-        )) as Array<[string, RawEntries]> | null
-        failures = 0
-        if (!res || closed) continue
-        const raw = res[0]?.[1] ?? []
-        if (raw.length === 0) continue
-        lastId = raw[raw.length - 1]![0]
-        const messages = toMessages(raw)
-        if (messages.length > 0) await options.onMessages(messages)
-      } catch (err) {
-        if (closed) return
-        failures += 1
-        log?.warn({ err }, 'reading the stored stream failed; retrying')
-        await new Promise((r) => setTimeout(r, Math.min(5_000, 200 * failures)))
-      }
-    }
-  }
-  const running = run()
-
-  return {
-    ready,
-    get lastId() {
-      return lastId
+  return tailStream(redis, storedStreamKey(options.prefix), {
+    name: 'stored-reader',
+    count: options.batch,
+    blockMs: options.blockMs ?? 5_000,
+    logger: options.logger,
+    onEntries: async (raw) => {
+      const messages = toMessages(raw)
+      if (messages.length > 0) await options.onMessages(messages)
     },
-    async close() {
-      closed = true
-      markReady()
-      // A blocked XREAD only ends with its connection.
-      conn.disconnect()
-      await running.catch(() => undefined)
-    },
-  }
+  })
 }
 
 /**
