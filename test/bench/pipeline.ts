@@ -9,7 +9,7 @@ import pg from 'pg'
 import { from as copyFrom, to as copyTo } from 'pg-copy-streams'
 import { loadConfig } from '@threadline/config'
 import { addRules, createApp, createDb, migrateToLatest, sql, withDatabase } from '@threadline/db'
-import { closeRedis, createRedis } from '@threadline/queue'
+import { closeRedis, createRedis, deleteByPrefix } from '@threadline/queue'
 
 /**
  * `pnpm bench pipeline [posts] [rate] [--writers N] [--profile]`: the simulator at full speed (its own process) → ingest →
@@ -193,11 +193,6 @@ try {
   await cleanup.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`)
   await cleanup.end()
   const redis = createRedis(base.REDIS_URL, 'producer', 'bench-cleanup')
-  let cursor = '0'
-  do {
-    const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000)
-    if (keys.length > 0) await redis.del(...keys)
-    cursor = next
-  } while (cursor !== '0')
+  await deleteByPrefix(redis, prefix)
   await closeRedis(redis)
 }

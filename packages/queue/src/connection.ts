@@ -146,3 +146,20 @@ export async function closeRedis(redis: Redis): Promise<void> {
     redis.disconnect()
   }
 }
+
+/**
+ * Deletes every key under `<prefix>:` (a test's or a benchmark's keys), scanning each server of
+ * a cluster; keys go one UNLINK each, in pipelines, since a cluster refuses multi-key commands
+ * across slots.
+ */
+export async function deleteByPrefix(redis: Redis, prefix: string): Promise<void> {
+  const servers = isCluster(redis) ? redis.nodes('master') : [redis]
+  for (const server of servers) {
+    let cursor = '0'
+    do {
+      const [next, keys] = await server.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000)
+      if (keys.length > 0) await server.pipeline(keys.map((k) => ['unlink', k])).exec()
+      cursor = next
+    } while (cursor !== '0')
+  }
+}

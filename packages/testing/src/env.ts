@@ -10,7 +10,7 @@ import {
   type Db,
 } from '@threadline/db'
 import { silentLogger, type Logger } from '@threadline/logger'
-import { closeRedis, createRedis, type Redis } from '@threadline/queue'
+import { closeRedis, createRedis, deleteByPrefix, type Redis } from '@threadline/queue'
 
 export interface TestEnv {
   /** A URL whose search_path is this file's own schema. */
@@ -70,12 +70,7 @@ export async function createTestEnv(overrides: Record<string, string> = {}): Pro
     async close() {
       for (const fn of deferred.reverse()) await fn()
       await db.destroy()
-      let cursor = '0'
-      do {
-        const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000)
-        if (keys.length > 0) await redis.del(...keys)
-        cursor = next
-      } while (cursor !== '0')
+      await deleteByPrefix(redis, prefix)
       await closeRedis(redis)
       await dropSchema(baseUrl, schema)
     },
