@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto'
 import { tokenize } from '@threadline/query'
+import type { MatchableSubscription } from '@threadline/domain'
 
 /** The event types Threadline fires (api.md §4.1). */
 export const FIRING_EVENT_TYPES = [
@@ -115,21 +116,11 @@ export function deriveCandidates(
   return out
 }
 
-export interface SubscriptionForMatch {
-  id: string
-  app_id: string
-  event_type: string
-  filter_user_id: string | null
-  filter_keyword: string | null
-  tag: string | null
-  webhook_id: string | null
-}
-
 export interface ActivityEvent {
   /** A 64-bit decimal id, the same for the same subscription and source (retries reuse it). */
   event_uuid: string
   event_type: string
-  subscription: SubscriptionForMatch
+  subscription: MatchableSubscription
   /** What fired it (`post:<id>`, a user change): one event per subscription and source. */
   source: string
   /** The JSON line sent to streams and POSTed to webhooks: `{"data":{…}}`. */
@@ -145,7 +136,7 @@ export function eventId(subscriptionId: string, candidate: Candidate): string {
   return (n === 0n ? 1n : n).toString()
 }
 
-export function subscriptionFilter(s: SubscriptionForMatch): {
+export function subscriptionFilter(s: MatchableSubscription): {
   user_id?: string
   keyword?: string
 } {
@@ -156,7 +147,7 @@ export function subscriptionFilter(s: SubscriptionForMatch): {
 }
 
 /** The envelope of api.md §4.2: one event, as streams and webhooks receive it. */
-export function envelope(id: string, s: SubscriptionForMatch, c: Candidate): string {
+export function envelope(id: string, s: MatchableSubscription, c: Candidate): string {
   const data: Record<string, unknown> = {
     event_uuid: id,
     event_type: c.event_type,
@@ -184,9 +175,9 @@ function containsRun(haystack: readonly string[], needle: readonly string[]): bo
  */
 export function matchEvents(
   candidates: readonly Candidate[],
-  subscriptions: readonly SubscriptionForMatch[],
+  subscriptions: readonly MatchableSubscription[],
 ): ActivityEvent[] {
-  const byKey = new Map<string, SubscriptionForMatch[]>()
+  const byKey = new Map<string, MatchableSubscription[]>()
   for (const s of subscriptions) {
     const key = `${s.event_type}\n${s.filter_user_id ?? '*'}`
     const list = byKey.get(key)

@@ -81,3 +81,14 @@ export interface Reject {
   reason: string
   raw: string
 }
+
+/** An activity subscription as event matching needs it (read by the db, matched by activity). */
+export interface MatchableSubscription {
+  id: string
+  app_id: string
+  event_type: string
+  filter_user_id: string | null
+  filter_keyword: string | null
+  tag: string | null
+  webhook_id: string | null
+}

@@ -1,5 +1,5 @@
 import { sql } from 'kysely'
-import { generateId } from '@threadline/domain'
+import { generateId, type MatchableSubscription } from '@threadline/domain'
 import type { Db } from '../connect.js'
 import type { ActivitySubscription } from '../tables/index.js'
 
@@ -186,17 +186,6 @@ export async function deleteSubscription(
     if (!gone) return undefined
     return { total: await countSubscriptions(trx as unknown as Db, appId) }
   })
-}
-
-/** A subscription as matching needs it, with its app's signing secret. */
-export interface MatchableSubscription {
-  id: string
-  app_id: string
-  event_type: string
-  filter_user_id: string | null
-  filter_keyword: string | null
-  tag: string | null
-  webhook_id: string | null
 }
 
 /**
