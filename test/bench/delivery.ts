@@ -38,7 +38,7 @@ import { formatPostTime, generateId, snowflakeTime } from '@threadline/domain'
 import { createLogger, silentLogger } from '@threadline/logger'
 import { closeRedis, createQueue, createRedis } from '@threadline/queue'
 import { runUntilSignal } from '@threadline/runtime'
-import { createWriter, storeLines } from '@threadline/writer'
+import { createWriter, storeLines, writerOptions } from '@threadline/writer'
 import { benchEnv, log } from './lib/setup.js'
 
 /** Wall-clock milliseconds with sub-millisecond precision, comparable across processes. */
@@ -326,11 +326,9 @@ async function main(): Promise<void> {
       prefix: env.prefix,
       logger: silentLogger(),
       options: {
+        ...writerOptions(loadConfig({})),
         concurrency: 1,
-        lockDuration: 30_000,
-        stalledInterval: 30_000,
         maxStalledCount: 5,
-        streamRetentionMs: 600_000,
         shutdownTimeoutMs: 5_000,
         relayIntervalMs: 1_000,
       },

@@ -26,7 +26,7 @@ import { formatPostTime, generateId, snowflakeTime } from '@threadline/domain'
 import { silentLogger } from '@threadline/logger'
 import { closeRedis, createRedis } from '@threadline/queue'
 import { apiFromConfig } from '@threadline/api'
-import { createWriter, storeLines } from '@threadline/writer'
+import { createWriter, storeLines, writerOptions } from '@threadline/writer'
 
 const { values } = parseArgs({
   options: {
@@ -275,11 +275,9 @@ async function main(): Promise<void> {
     prefix,
     logger: silentLogger(),
     options: {
+      ...writerOptions(loadConfig({})),
       concurrency: 1,
-      lockDuration: 30_000,
-      stalledInterval: 30_000,
       maxStalledCount: 5,
-      streamRetentionMs: 600_000,
       shutdownTimeoutMs: 5_000,
       relayIntervalMs: 1_000,
     },

@@ -5,6 +5,7 @@ import { createDb, sql, terminateConnections } from '@threadline/db'
 import { createQueue, createRedis, storedStreamKey, type PostsJob } from '@threadline/queue'
 import { createTestEnv, generateConversation, waitFor, type TestEnv } from '@threadline/testing'
 import { createWriter } from '@threadline/writer'
+import { testWriterOptions } from '../support/writer.js'
 
 let env: TestEnv
 beforeAll(async () => {
@@ -145,14 +146,7 @@ describe('writer under faults', () => {
       redis: createRedis(env.redisUrl, 'worker'),
       prefix,
       logger: env.logger,
-      options: {
-        concurrency: 2,
-        lockDuration: 5_000,
-        stalledInterval: 1_000,
-        maxStalledCount: 20,
-        streamRetentionMs: 600_000,
-        shutdownTimeoutMs: 5_000,
-      },
+      options: { ...testWriterOptions, lockDuration: 5_000, stalledInterval: 1_000 },
     })
     env.defer(() => writer.close())
     const { lines, jobs } = await queueConversations(prefix, 4, 1500, 200)

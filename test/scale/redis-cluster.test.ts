@@ -34,6 +34,7 @@ import {
 } from '@threadline/queue'
 import { generateConversation, waitFor } from '@threadline/testing'
 import { createWriter } from '@threadline/writer'
+import { testWriterOptions } from '../support/writer.js'
 import { inject } from 'vitest'
 import { startLocalRedisCluster, type LocalRedisCluster } from './local-redis-cluster.js'
 
@@ -137,14 +138,7 @@ describe('Redis Cluster', () => {
       redis: connect('worker', 'writer'),
       prefix,
       logger,
-      options: {
-        concurrency: 2,
-        lockDuration: 30_000,
-        stalledInterval: 30_000,
-        maxStalledCount: 20,
-        streamRetentionMs: 600_000,
-        shutdownTimeoutMs: 5_000,
-      },
+      options: testWriterOptions,
     })
     closers.push(() => writer.close())
     await writer.start()

@@ -1,7 +1,14 @@
 import { createDb } from '@threadline/db'
 import { createRedis } from '@threadline/queue'
 import type { TestEnv } from '@threadline/testing'
-import { createWriter, type Writer, type WriterOptions } from '@threadline/writer'
+import { loadConfig } from '@threadline/config'
+import { createWriter, writerOptions, type Writer, type WriterOptions } from '@threadline/writer'
+
+/** Production's writer options (the configuration's defaults), with a short shutdown for tests. */
+export const testWriterOptions: WriterOptions = {
+  ...writerOptions(loadConfig({})),
+  shutdownTimeoutMs: 5_000,
+}
 
 /**
  * The real writer on its own clients, for a test file's schema and prefix; started, and closed
@@ -19,15 +26,7 @@ export async function startTestWriter(
     redis: createRedis(redisUrl, 'worker', 'test-writer'),
     prefix: env.prefix,
     logger: env.logger,
-    options: {
-      concurrency: 2,
-      lockDuration: 30_000,
-      stalledInterval: 30_000,
-      maxStalledCount: 20,
-      streamRetentionMs: 600_000,
-      shutdownTimeoutMs: 5_000,
-      ...options,
-    },
+    options: { ...testWriterOptions, ...options },
   })
   env.defer(() => writer.close())
   await writer.start()

@@ -3,7 +3,7 @@ import { openServiceDb } from '@threadline/db'
 import type { Logger } from '@threadline/logger'
 import type { Metrics } from '@threadline/metrics'
 import { createRedis } from '@threadline/queue'
-import { createWriter, type Writer } from './writer.js'
+import { createWriter, type Writer, type WriterOptions } from './writer.js'
 
 /**
  * Builds a writer and the clients it owns from configuration. Refuses a schema that is behind.
@@ -26,13 +26,18 @@ export async function writerFromConfig(
     prefix: config.QUEUE_PREFIX,
     logger,
     metrics: metrics?.writer(),
-    options: {
-      concurrency: config.WRITER_CONCURRENCY,
-      lockDuration: config.WRITER_LOCK_MS,
-      stalledInterval: config.WRITER_STALLED_INTERVAL_MS,
-      maxStalledCount: config.WRITER_MAX_STALLED,
-      streamRetentionMs: config.STORED_STREAM_RETENTION_MS,
-      shutdownTimeoutMs: config.SHUTDOWN_TIMEOUT_MS,
-    },
+    options: writerOptions(config),
   })
+}
+
+/** The writer's options from configuration (`loadConfig({})`: production's defaults). */
+export function writerOptions(config: Config): WriterOptions {
+  return {
+    concurrency: config.WRITER_CONCURRENCY,
+    lockDuration: config.WRITER_LOCK_MS,
+    stalledInterval: config.WRITER_STALLED_INTERVAL_MS,
+    maxStalledCount: config.WRITER_MAX_STALLED,
+    streamRetentionMs: config.STORED_STREAM_RETENTION_MS,
+    shutdownTimeoutMs: config.SHUTDOWN_TIMEOUT_MS,
+  }
 }
