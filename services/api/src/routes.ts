@@ -152,6 +152,28 @@ function timeWindow(c: RouteContext, now: Date, recent: boolean): TimeWindow {
   return w
 }
 
+/**
+ * What a page token is bound to: the endpoint, the query and the window as the client wrote them
+ * (plus `extra`), never the page size or the fields. A token from another request is refused.
+ */
+function tokenScope(
+  c: RouteContext,
+  endpoint: string,
+  query: string,
+  w: TimeWindow,
+  ...extra: string[]
+) {
+  return [
+    endpoint,
+    query,
+    rawParam(c, 'start_time'),
+    rawParam(c, 'end_time'),
+    w.sinceId ?? '',
+    w.untilId ?? '',
+    ...extra,
+  ].join('\n')
+}
+
 function ruleWire(r: StreamRule) {
   return r.tag === null ? { id: r.id, value: r.value } : { id: r.id, value: r.value, tag: r.tag }
 }
@@ -261,15 +283,7 @@ export function registerRoutes(app: FastifyInstance, ctx: ServerContext): void {
     const { condition, prepared } = compileQuery(query, options.queryMaxLength)
     const w = timeWindow(c, c.now, kind === 'recent')
     const limit = (c.params.max_results as number | undefined) ?? 10
-    // The token is bound to what defines the result set, not to page size or fields.
-    const scope = [
-      `search/${kind}`,
-      query,
-      rawParam(c, 'start_time'),
-      rawParam(c, 'end_time'),
-      w.sinceId ?? '',
-      w.untilId ?? '',
-    ].join('\n')
+    const scope = tokenScope(c, `search/${kind}`, query, w)
     const token = pageToken(c)
     let beforeId: string | undefined
     if (token) {
@@ -345,15 +359,7 @@ export function registerRoutes(app: FastifyInstance, ctx: ServerContext): void {
     const endTime = w.endTime && w.endTime < latest ? w.endTime : latest
     const startTime = w.startTime ?? new Date(endTime.getTime() - 30 * DAY_MS)
     const granularity = (c.params.granularity as Granularity | undefined) ?? 'hour'
-    const scope = [
-      `counts/${kind}`,
-      query,
-      rawParam(c, 'start_time'),
-      rawParam(c, 'end_time'),
-      w.sinceId ?? '',
-      w.untilId ?? '',
-      granularity,
-    ].join('\n')
+    const scope = tokenScope(c, `counts/${kind}`, query, w, granularity)
     // counts/all pages backwards by 31 days; the token holds the end of the next (older) page.
     let pageEnd = endTime
     const token = pageToken(c)

@@ -128,19 +128,20 @@ export function buildServer(deps: ApiDeps): ApiServer {
 
   limiter.onError((err) => log.warn({ err }, 'rate limit count not stored in Redis'))
 
+  /** Every response carries the rate-limit headers; those not counted show a full window. */
+  const applyFullWindow = (reply: FastifyReply) => {
+    const limit = options.rateLimits.lookup
+    applyRate(reply, { limit, remaining: limit, reset: windowReset(Date.now()), allowed: true })
+  }
+
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id)
     const endpoint = request.routeOptions.config?.endpoint
-    // Every response carries the rate-limit headers; those not counted show a full window.
-    const fullWindow = () => {
-      const limit = options.rateLimits.lookup
-      applyRate(reply, { limit, remaining: limit, reset: windowReset(Date.now()), allowed: true })
-    }
-    if (!endpoint) return fullWindow()
+    if (!endpoint) return applyFullWindow(reply)
     const header = request.headers.authorization
     const client = cachedClient(header)?.value ?? (await authenticate(header))
     if (!client) {
-      fullWindow()
+      applyFullWindow(reply)
       throw unauthorized()
     }
     request.client = client
