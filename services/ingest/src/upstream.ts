@@ -4,8 +4,11 @@
  * writer sees exactly what the upstream sent.
  */
 
-/** Every field and expansion that storage keeps (api.md §2.1: the Post object, the user object). */
-export const TWEET_FIELDS = [
+/**
+ * Every field and expansion that storage keeps (api.md §2.1: the Post object, the user object): a
+ * subset of X's lists (TWEET_FIELDS, USER_FIELDS in @threadline/domain), asked for by fieldParams.
+ */
+const STORED_TWEET_FIELDS = [
   'attachments',
   'author_id',
   'context_annotations',
@@ -28,7 +31,7 @@ export const TWEET_FIELDS = [
   'withheld',
 ] as const
 
-export const USER_FIELDS = [
+const STORED_USER_FIELDS = [
   'created_at',
   'description',
   'entities',
@@ -46,7 +49,7 @@ export const USER_FIELDS = [
   'withheld',
 ] as const
 
-export const EXPANSIONS = [
+const STORED_EXPANSIONS = [
   'author_id',
   'in_reply_to_user_id',
   'referenced_tweets.id',
@@ -57,9 +60,9 @@ export const EXPANSIONS = [
 /** The field and expansion parameters of every Post request the ingest makes. */
 export function fieldParams(): Record<string, string> {
   return {
-    'tweet.fields': TWEET_FIELDS.join(','),
-    'user.fields': USER_FIELDS.join(','),
-    expansions: EXPANSIONS.join(','),
+    'tweet.fields': STORED_TWEET_FIELDS.join(','),
+    'user.fields': STORED_USER_FIELDS.join(','),
+    expansions: STORED_EXPANSIONS.join(','),
   }
 }
 
