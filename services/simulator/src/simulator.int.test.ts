@@ -506,4 +506,43 @@ describe('simulator lifecycle', () => {
       await sim.close()
     }
   })
+
+  it('with pregenerate, renders all stopAfter Posts first, then writes them as the reader takes them', async () => {
+    const sim = createSimulator({
+      port: 0,
+      rate: 10,
+      stopAfter: 3_000,
+      pregenerate: true,
+      keepAliveMs: 50,
+      // Far less than 3,000 lines: the writes must stop on a full buffer and resume on drain.
+      maxStreamBufferBytes: 64 * 1024,
+      slowReader: 'pause',
+      bearerToken: TOKEN,
+      world: { users: 100, historyPosts: 200 },
+      compileRule: (value) =>
+        value === 'everything'
+          ? { ok: true, rule: { test: () => true } }
+          : { ok: false, reason: 'only "everything" here' },
+    })
+    await sim.start()
+    try {
+      await addRule(sim, 'everything')
+      const stream = await openStream(sim)
+      // `rate` is no limit: 3,000 Posts at 10/s would take 5 minutes.
+      await until('3,000 Posts streamed', () => stream.posts().length >= 3_000)
+      await until('two keep-alives after the last Post', () => {
+        const lines = stream.lines()
+        const last = lines.findLastIndex((l) => l !== '')
+        return lines.length - 1 - last >= 2
+      })
+      const ids = stream.posts().map((p) => p.data.id)
+      expect(ids).toHaveLength(3_000)
+      expect(new Set(ids).size).toBe(3_000)
+      expect(sim.stats().generated).toBe(3_000)
+      expect(sim.stats().sent.total).toBe(3_000)
+    } finally {
+      for (const s of openStreams.splice(0)) s.close()
+      await sim.close()
+    }
+  })
 })

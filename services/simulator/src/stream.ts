@@ -65,6 +65,8 @@ interface Connection {
   lastWriteMs: number
   timer: NodeJS.Timeout
   blocked: boolean
+  /** Lines rendered ahead (prepare), written by pump as the reader takes them. */
+  prepared: { chunk: string; items: { post: SimPost; rules: Rule[] }[] }[]
 }
 
 export interface StreamHubOptions {
@@ -106,6 +108,7 @@ export class StreamHub {
       view,
       lastWriteMs: Date.now(),
       blocked: false,
+      prepared: [],
       timer: setInterval(
         () => {
           const now = Date.now()
@@ -119,6 +122,7 @@ export class StreamHub {
     res.on('close', () => this.forget(conn))
     res.on('drain', () => {
       conn.blocked = false
+      this.pumpTo(conn)
     })
     if (backlog.length > 0)
       this.deliverTo(
@@ -167,11 +171,53 @@ export class StreamHub {
     for (const conn of this.connections) this.deliverTo(conn, items)
   }
 
+  /**
+   * Renders `posts` now for every open stream and queues their lines; `pump` writes them as fast as
+   * each reader takes them. For benchmarks that must not count the upstream's own work: all the
+   * rendering happens before the first line is written. Faults do not apply to prepared lines, and
+   * a stream that closes loses what was queued for it.
+   */
+  prepare(posts: SimPost[], chunkSize = 500): number {
+    const items = posts.flatMap((post) => {
+      const rules = this.options.rules.match(post.wire)
+      return rules.length > 0 ? [{ post, rules }] : []
+    })
+    for (const conn of this.connections) {
+      for (let i = 0; i < items.length; i += chunkSize) {
+        const slice = items.slice(i, i + chunkSize)
+        conn.prepared.push({ chunk: this.render(slice, conn.view), items: slice })
+      }
+    }
+    return items.length
+  }
+
+  /** Writes prepared lines to every stream until its reader falls behind (resumed on drain). */
+  pump(): void {
+    for (const conn of this.connections) this.pumpTo(conn)
+  }
+
+  private pumpTo(conn: Connection) {
+    while (!conn.blocked && this.connections.has(conn)) {
+      const next = conn.prepared.shift()
+      if (!next) return
+      this.write(conn, next.chunk)
+      this.record(next.items)
+    }
+  }
+
+  private render(items: { post: SimPost; rules: Rule[] }[], view: View): string {
+    let chunk = ''
+    for (const { post, rules } of items) chunk += this.line(post, rules, view)
+    return chunk
+  }
+
   private deliverTo(conn: Connection, items: { post: SimPost; rules: Rule[] }[]) {
     // One write per batch: at benchmark rates a write per Post costs more than the Posts.
-    let chunk = ''
-    for (const { post, rules } of items) chunk += this.line(post, rules, conn.view)
-    this.write(conn, chunk)
+    this.write(conn, this.render(items, conn.view))
+    this.record(items)
+  }
+
+  private record(items: { post: SimPost; rules: Rule[] }[]) {
     const d = this.deliveries
     d.total += items.length
     if (!this.options.recordDeliveries) return
