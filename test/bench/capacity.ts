@@ -3,6 +3,7 @@ import { sql, storeBatch } from '@threadline/db'
 import { normalizeLines } from '@threadline/domain'
 import { silentLogger } from '@threadline/logger'
 import {
+  addPostsBatch,
   closeRedis,
   createQueue,
   createRedis,
@@ -131,21 +132,19 @@ try {
     logger: silentLogger(),
   })
   const lines = sampleLines.slice(0, queued)
-  const jobs = []
-  for (let i = 0; i < lines.length; i += batchSize) {
-    jobs.push({
-      name: 'batch',
-      data: {
-        source: 'stream',
-        observed_at: new Date().toISOString(),
-        lines: lines.slice(i, i + batchSize),
-      },
-    })
-  }
-  const added = await queue.addBulk(jobs)
+  // As the ingest queues them: a batch's lines beside its job (posts-payload.ts) once large.
   let jobBytes = 0
-  for (const job of added) {
+  for (let i = 0; i < lines.length; i += batchSize) {
+    const job = await addPostsBatch(queue, redis, env.prefix, {
+      source: 'stream',
+      observed_at: new Date().toISOString(),
+      lines: lines.slice(i, i + batchSize),
+    })
     jobBytes += Number(await redis.call('MEMORY', 'USAGE', queue.toKey(job.id!), 'SAMPLES', '0'))
+    if (job.data.payload !== undefined) {
+      jobBytes += Number(await redis.call('MEMORY', 'USAGE', job.data.payload, 'SAMPLES', '0'))
+      await redis.del(job.data.payload)
+    }
   }
   const waitBytes = Number(await redis.call('MEMORY', 'USAGE', queue.toKey('wait'), 'SAMPLES', '0'))
   const queuedLineBytes = lines.reduce((a, l) => a + Buffer.byteLength(l), 0)

@@ -2,10 +2,17 @@ import { spawn, type ChildProcess } from 'node:child_process'
 import { once } from 'node:events'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createDb, sql, terminateConnections } from '@threadline/db'
-import { createQueue, createRedis, storedStreamKey, type PostsJob } from '@threadline/queue'
+import {
+  addPostsBatch,
+  createQueue,
+  createRedis,
+  postsPayloadKey,
+  storedStreamKey,
+  type PostsJob,
+} from '@threadline/queue'
 import { createTestEnv, generateConversation, waitFor, type TestEnv } from '@threadline/testing'
 import { createWriter } from '@threadline/writer'
-import { testWriterOptions } from '../support/writer.js'
+import { startTestWriter, testWriterOptions } from '../support/writer.js'
 
 let env: TestEnv
 beforeAll(async () => {
@@ -30,20 +37,18 @@ async function queueConversations(
       ...generateConversation({ size, seed: 100 + c, startMs: Date.UTC(2026, 9, 1 + c) }).lines,
     )
   }
-  const jobs = []
-  for (let i = 0; i < all.length; i += batch) {
-    jobs.push({
-      name: 'batch',
-      data: {
-        source: 'test',
-        observed_at: new Date().toISOString(),
-        lines: all.slice(i, i + batch),
-      },
+  // As the ingest queues them: each batch's lines in a payload key beside its job.
+  let jobs = 0
+  for (let i = 0; i < all.length; i += batch, jobs++) {
+    await addPostsBatch(queue, env.redis, prefix, {
+      source: 'test',
+      observed_at: new Date().toISOString(),
+      lines: all.slice(i, i + batch),
     })
   }
-  await queue.addBulk(jobs)
+  expect(await env.redis.keys(postsPayloadKey(prefix, '*'))).toHaveLength(jobs)
   await queue.close()
-  return { lines: all.length, jobs: jobs.length }
+  return { lines: all.length, jobs }
 }
 
 async function verifyExactlyOnce(db: TestEnv['db'], expectedPosts: number, prefix: string) {
@@ -77,6 +82,8 @@ async function verifyExactlyOnce(db: TestEnv['db'], expectedPosts: number, prefi
   const entries = await env.redis.xrange(storedStreamKey(prefix), '-', '+')
   const ids = new Set(entries.map(([, fields]) => fields[fields.indexOf('id') + 1]))
   expect(ids.size).toBe(expectedPosts)
+  // Every payload was deleted once its batch was committed, the killed one's by its retry.
+  expect(await env.redis.keys(postsPayloadKey(prefix, '*'))).toEqual([])
 }
 
 function startWriterProcess(prefix: string): ChildProcess {
@@ -169,5 +176,29 @@ describe('writer under faults', () => {
     )
     expect(await counts.getFailedCount()).toBe(0)
     await verifyExactlyOnce(env.db, lines, prefix)
+  })
+
+  it('completes a job whose payload a committing writer already deleted, storing nothing', async () => {
+    const prefix = `${env.prefix}-gone`
+    await queueConversations(prefix, 1, 100, 100)
+    const [key] = await env.redis.keys(postsPayloadKey(prefix, '*'))
+    // What a writer that committed, deleted the payload and died before completing leaves.
+    await env.redis.del(key!)
+    const before = Number(
+      (await sql<{ n: string }>`SELECT count(*) AS n FROM ingest_rejects`.execute(env.db)).rows[0]!
+        .n,
+    )
+    const queue = createQueue('posts', { connection: env.redis, prefix, logger: env.logger })
+    env.defer(() => queue.close())
+    await startTestWriter({ ...env, prefix })
+    await waitFor('the job completed', async () => (await queue.getCompletedCount()) === 1)
+    const [job] = await queue.getJobs(['completed'])
+    expect(job!.returnvalue).toEqual({ inserted: 0, updated: 0, users: 0, rejects: 0, lines: 0 })
+    expect(await queue.getFailedCount()).toBe(0)
+    const after = Number(
+      (await sql<{ n: string }>`SELECT count(*) AS n FROM ingest_rejects`.execute(env.db)).rows[0]!
+        .n,
+    )
+    expect(after).toBe(before)
   })
 })

@@ -7,13 +7,26 @@ export { UnrecoverableError }
 export type { Job } from 'bullmq'
 
 /** A batch of raw upstream lines (stream lines, response pages, twarc2 output) for the writer. */
-export const postsJobSchema = z.object({
+const postsJobBase = {
   /** Where the lines came from, kept with any reject: `stream`, `backfill`, `import:<file>`. */
   source: z.string().min(1).max(500),
   /** When the upstream gave these copies (RFC 3339); later copies replace earlier ones. */
   observed_at: z.iso.datetime({ offset: true }),
-  lines: z.array(z.string()).min(1),
-})
+}
+export const postsJobSchema = z.union([
+  z.object({
+    ...postsJobBase,
+    lines: z.array(z.string()).min(1),
+    payload: z.undefined().optional(),
+  }),
+  /** The lines are in Redis at `payload` (see posts-payload.ts); `count` is how many. */
+  z.object({
+    ...postsJobBase,
+    lines: z.undefined().optional(),
+    payload: z.string().min(1),
+    count: z.number().int().positive(),
+  }),
+])
 export type PostsJob = z.infer<typeof postsJobSchema>
 
 export interface PostsJobResult {

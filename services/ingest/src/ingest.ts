@@ -2,6 +2,7 @@ import type { Db } from '@threadline/db'
 import type { Logger } from '@threadline/logger'
 import type { IngestMetrics } from '@threadline/metrics'
 import {
+  addPostsBatch,
   closeRedis,
   createLease,
   createQueue,
@@ -96,7 +97,7 @@ export function createIngest(deps: IngestDeps): Ingest {
   const counters = { batches: 0 }
   const backfillQueue = createBackfillQueue({ db, redis, prefix, logger: deps.logger })
   const addPosts = async (lines: string[], observedAt: string, source: string) => {
-    await postsQueue.add('posts', { source, observed_at: observedAt, lines })
+    await addPostsBatch(postsQueue, redis, prefix, { source, observed_at: observedAt, lines })
     counters.batches += 1
     metrics?.batchQueued(source, lines.length)
   }

@@ -14,7 +14,9 @@ import {
   closeRedis,
   createActivityQueue,
   createWorker,
+  dropPostsPayload,
   enqueueActivity,
+  loadPostsLines,
   postsJobSchema,
   publishStored,
   type Job,
@@ -228,11 +230,24 @@ export function createWriter(deps: WriterDeps): Writer {
       metrics?.batchInvalid()
       return { inserted: 0, updated: 0, users: 0, rejects: 1, lines: 0 }
     }
-    const { lines, observed_at: observedAt, source } = parsed.data
+    const { observed_at: observedAt, source } = parsed.data
     const started = performance.now()
+    const lines = await loadPostsLines(redis, parsed.data)
+    if (lines === undefined) {
+      // Only a writer that committed this batch deletes its payload: it stopped before BullMQ
+      // marked the job done, and the job came back. Nothing is left to store.
+      jobLog.warn({ payload: parsed.data.payload }, 'payload gone: batch was stored already')
+      return { inserted: 0, updated: 0, users: 0, rejects: 0, lines: 0 }
+    }
     const { fresh, ...result } = await storeLines(db, lines, observedAt, source, recent)
     const seconds = (performance.now() - started) / 1000
     await publishFresh(fresh)
+    try {
+      await dropPostsPayload(redis, parsed.data)
+    } catch (err) {
+      // Committed all the same: a payload left behind costs memory, never a Post.
+      log.warn({ err, payload: parsed.data.payload }, 'could not delete a stored payload')
+    }
     metrics?.batchStored({ ...result, lines: lines.length, seconds })
     jobLog.debug(
       {

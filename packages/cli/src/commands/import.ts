@@ -6,6 +6,7 @@ import type { Config } from '@threadline/config'
 import { assertSchemaCurrent, createDb } from '@threadline/db'
 import type { Logger } from '@threadline/logger'
 import {
+  addPostsBatch,
   closeRedis,
   createQueue,
   createRedis,
@@ -102,7 +103,11 @@ export async function importFiles(
       const flush = async () => {
         if (batch.length === 0) return
         const observedAt = new Date(started + summary.jobs).toISOString()
-        const job = await queue.add('batch', { source, observed_at: observedAt, lines: batch })
+        const job = await addPostsBatch(queue, redis, config.QUEUE_PREFIX, {
+          source,
+          observed_at: observedAt,
+          lines: batch,
+        })
         if (options.wait) tracker.follow(job.id!)
         summary.jobs += 1
         batch = []

@@ -1,0 +1,102 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { createTestEnv, type TestEnv } from '@threadline/testing'
+import {
+  addPostsBatch,
+  dropPostsPayload,
+  INLINE_PAYLOAD_CHARS,
+  loadPostsLines,
+  postsPayloadKey,
+} from './posts-payload.js'
+import { createQueue, postsJobSchema, type PostsJob } from './queues.js'
+
+let env: TestEnv
+beforeAll(async () => {
+  env = await createTestEnv()
+})
+afterAll(() => env?.close())
+
+const observedAt = '2026-11-21T10:00:00.000Z'
+
+async function queued(prefix: string): Promise<PostsJob[]> {
+  const queue = createQueue<PostsJob>('posts', {
+    connection: env.redis,
+    prefix,
+    logger: env.logger,
+  })
+  try {
+    const jobs = await queue.getJobs(['waiting'])
+    return jobs.map((j) => postsJobSchema.parse(j.data))
+  } finally {
+    await queue.close()
+  }
+}
+
+async function add(prefix: string, lines: string[]) {
+  const queue = createQueue<PostsJob>('posts', {
+    connection: env.redis,
+    prefix,
+    logger: env.logger,
+  })
+  try {
+    await addPostsBatch(queue, env.redis, prefix, {
+      source: 'test',
+      observed_at: observedAt,
+      lines,
+    })
+  } finally {
+    await queue.close()
+  }
+}
+
+describe('posts payloads', () => {
+  it('keeps a large batch beside its job and gives back exactly its lines', async () => {
+    const prefix = `${env.prefix}-big`
+    // Multi-byte text, escapes, a bare \n and a trailing \r inside lines: none is the separator.
+    const lines = Array.from(
+      { length: 400 },
+      (_, i) => `{"data":{"id":"${i + 1}","text":"héllo 🧵 \\"q\\" \\u2028 ${'x'.repeat(40)}"}}`,
+    )
+    lines.push('a\nb', 'ends with \r', '\n starts with a newline', '')
+    expect(lines.join('').length).toBeGreaterThan(INLINE_PAYLOAD_CHARS)
+    await add(prefix, lines)
+    const [job] = await queued(prefix)
+    expect(job).toMatchObject({ source: 'test', observed_at: observedAt, count: lines.length })
+    expect(job!.lines).toBeUndefined()
+    expect(job!.payload).toMatch(new RegExp(`^${postsPayloadKey(prefix, '')}`))
+    expect(await loadPostsLines(env.redis, job!)).toEqual(lines)
+
+    await dropPostsPayload(env.redis, job!)
+    expect(await env.redis.exists(job!.payload!)).toBe(0)
+    // A payload that is gone reads as undefined (the batch was committed), not as no lines.
+    expect(await loadPostsLines(env.redis, job!)).toBeUndefined()
+  })
+
+  it('keeps a small batch inside its job', async () => {
+    const prefix = `${env.prefix}-small`
+    await add(prefix, ['{"data":{"id":"1","text":"hi"}}'])
+    const [job] = await queued(prefix)
+    expect(job!.lines).toEqual(['{"data":{"id":"1","text":"hi"}}'])
+    expect(job!.payload).toBeUndefined()
+    expect(await loadPostsLines(env.redis, job!)).toEqual(job!.lines)
+    await dropPostsPayload(env.redis, job!) // nothing to drop
+    expect(await env.redis.keys(`${postsPayloadKey(prefix, '*')}`)).toEqual([])
+  })
+
+  it('keeps a large batch inside its job when a line holds the separator', async () => {
+    const prefix = `${env.prefix}-crlf`
+    const lines = ['x'.repeat(INLINE_PAYLOAD_CHARS), '{\r\n"data": {"id": "1", "text": "a page"}}']
+    await add(prefix, lines)
+    const [job] = await queued(prefix)
+    expect(job!.lines).toEqual(lines)
+    expect(await env.redis.keys(`${postsPayloadKey(prefix, '*')}`)).toEqual([])
+  })
+
+  it('refuses a job that has both forms or neither', () => {
+    const base = { source: 'test', observed_at: observedAt }
+    expect(
+      postsJobSchema.safeParse({ ...base, lines: ['a'], payload: 'k', count: 1 }).success,
+    ).toBe(false)
+    expect(postsJobSchema.safeParse(base).success).toBe(false)
+    expect(postsJobSchema.safeParse({ ...base, payload: 'k', count: 0 }).success).toBe(false)
+  })
+})

@@ -1,0 +1,75 @@
+import { randomUUID } from 'node:crypto'
+import type { Job, Queue } from 'bullmq'
+import type { Redis } from './connection.js'
+import type { PostsJob } from './queues.js'
+
+/**
+ * Large `posts` batches travel beside their job, not inside it (a claim check).
+ *
+ * A stream batch is ~500 lines of ~2 KB. Inside the job, BullMQ would JSON-escape it into one
+ * string, measure and encode it, copy it through its Lua scripts into the job hash, hand it back
+ * and decode and unescape it in the writer; and a completed job keeps its data for
+ * `removeOnComplete` (1,000 jobs: a gigabyte of Redis). Beside it, the lines are joined by `\r\n`
+ * into one plain string value (SET), the job holds only its key, and the writer reads it with one
+ * GET and deletes it once the batch is committed.
+ *
+ * The payload key is deleted only after a writer committed the batch. A job whose payload is gone
+ * was therefore stored already: the writer stopped after committing and deleting, before BullMQ
+ * marked the job done, and the job came back as stalled.
+ */
+
+/** Below this many characters a batch stays inside its job: a second key would cost more. */
+export const INLINE_PAYLOAD_CHARS = 16 * 1024
+const SEPARATOR = '\r\n'
+
+export function postsPayloadKey(prefix: string, id: string): string {
+  return `${prefix}:posts-payload:${id}`
+}
+
+export interface PostsBatch {
+  source: string
+  observed_at: string
+  lines: readonly string[]
+}
+
+/**
+ * Adds a `posts` job for `batch`: its lines inside the job when small (or when a line holds the
+ * separator, which only a file or page can), else in a payload key written first. A retry after a
+ * failed add writes a new key; the one left behind holds lines that a retry queues again.
+ */
+export async function addPostsBatch(
+  queue: Queue<PostsJob>,
+  redis: Redis,
+  prefix: string,
+  batch: PostsBatch,
+): Promise<Job<PostsJob>> {
+  const { source, observed_at: observedAt, lines } = batch
+  let chars = 0
+  let separable = true
+  for (const line of lines) {
+    chars += line.length
+    if (line.includes(SEPARATOR)) separable = false
+  }
+  if (chars < INLINE_PAYLOAD_CHARS || !separable) {
+    return queue.add('posts', { source, observed_at: observedAt, lines: [...lines] })
+  }
+  const key = postsPayloadKey(prefix, randomUUID())
+  await redis.set(key, lines.join(SEPARATOR))
+  return queue.add('posts', { source, observed_at: observedAt, payload: key, count: lines.length })
+}
+
+/**
+ * The lines of a `posts` job: inline, or read from its payload key. Undefined when the payload is
+ * gone (the batch was committed already: see above).
+ */
+export async function loadPostsLines(redis: Redis, job: PostsJob): Promise<string[] | undefined> {
+  if (job.lines) return job.lines
+  const buffer = await redis.getBuffer(job.payload)
+  if (buffer === null) return undefined
+  return buffer.toString('utf8').split(SEPARATOR)
+}
+
+/** Deletes a committed job's payload (nothing for an inline one). */
+export async function dropPostsPayload(redis: Redis, job: PostsJob): Promise<void> {
+  if (job.payload !== undefined) await redis.del(job.payload)
+}
