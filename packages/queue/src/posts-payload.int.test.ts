@@ -31,7 +31,7 @@ async function queued(prefix: string): Promise<PostsJob[]> {
   }
 }
 
-async function add(prefix: string, lines: string[]) {
+async function add(prefix: string, lines: (string | Buffer)[]) {
   const queue = createQueue<PostsJob>('posts', {
     connection: env.redis,
     prefix,
@@ -69,6 +69,26 @@ describe('posts payloads', () => {
     expect(await env.redis.exists(job!.payload!)).toBe(0)
     // A payload that is gone reads as undefined (the batch was committed), not as no lines.
     expect(await loadPostsLines(env.redis, job!)).toBeUndefined()
+  })
+
+  it('takes lines as the bytes the upstream sent, and gives them back as text', async () => {
+    const prefix = `${env.prefix}-bytes`
+    const lines = Array.from(
+      { length: 300 },
+      (_, i) => `{"data":{"id":"${i + 1}","text":"日本語 🧵 ${'y'.repeat(60)}"}}`,
+    )
+    await add(
+      prefix,
+      lines.map((l, i) => (i % 2 === 0 ? Buffer.from(l, 'utf8') : l)),
+    )
+    const [job] = await queued(prefix)
+    expect(job!.payload).toBeDefined()
+    expect(await loadPostsLines(env.redis, job!)).toEqual(lines)
+
+    const small = `${env.prefix}-bytes-small`
+    await add(small, [Buffer.from('{"data":{"id":"1","text":"é"}}', 'utf8')])
+    const [inline] = await queued(small)
+    expect(inline!.lines).toEqual(['{"data":{"id":"1","text":"é"}}'])
   })
 
   it('keeps a small batch inside its job', async () => {

@@ -29,7 +29,8 @@ export function postsPayloadKey(prefix: string, id: string): string {
 export interface PostsBatch {
   source: string
   observed_at: string
-  lines: readonly string[]
+  /** Text, or the UTF-8 bytes the upstream sent (the stream's lines are never decoded on the way). */
+  lines: readonly (string | Buffer)[]
 }
 
 /**
@@ -44,18 +45,33 @@ export async function addPostsBatch(
   batch: PostsBatch,
 ): Promise<Job<PostsJob>> {
   const { source, observed_at: observedAt, lines } = batch
-  let chars = 0
+  let size = 0
   let separable = true
+  let text = true
   for (const line of lines) {
-    chars += line.length
+    size += line.length
     if (line.includes(SEPARATOR)) separable = false
+    if (typeof line !== 'string') text = false
   }
-  if (chars < INLINE_PAYLOAD_CHARS || !separable) {
-    return queue.add('posts', { source, observed_at: observedAt, lines: [...lines] })
+  if (size < INLINE_PAYLOAD_CHARS || !separable) {
+    const inline = lines.map((l) => (typeof l === 'string' ? l : l.toString('utf8')))
+    return queue.add('posts', { source, observed_at: observedAt, lines: inline })
   }
   const key = postsPayloadKey(prefix, randomUUID())
-  await redis.set(key, lines.join(SEPARATOR))
+  await redis.set(key, text ? lines.join(SEPARATOR) : joinBytes(lines))
   return queue.add('posts', { source, observed_at: observedAt, payload: key, count: lines.length })
+}
+
+const SEPARATOR_BYTES = Buffer.from(SEPARATOR)
+
+/** The lines as one buffer, SEPARATOR between them: one copy of each line's bytes. */
+function joinBytes(lines: readonly (string | Buffer)[]): Buffer {
+  const parts: Buffer[] = []
+  for (const line of lines) {
+    if (parts.length > 0) parts.push(SEPARATOR_BYTES)
+    parts.push(typeof line === 'string' ? Buffer.from(line, 'utf8') : line)
+  }
+  return Buffer.concat(parts)
 }
 
 /**

@@ -11,15 +11,15 @@ export interface BatcherOptions {
 }
 
 /** Hands a batch on (adds a `posts` job); rejects when it could not. */
-export type BatchSink = (lines: string[], observedAt: string) => Promise<void>
+export type BatchSink<L> = (lines: L[], observedAt: string) => Promise<void>
 
 /**
  * Groups lines into batches by count and by a time bound. Backpressure: when a batch is full,
  * `add` waits until it (and any batch before it) has been handed on, retrying while the sink
  * fails, so at most two batches are ever held and a caller that awaits `add` stops reading.
  */
-export class Batcher {
-  private buffer: string[] = []
+export class Batcher<L extends { length: number } = string> {
+  private buffer: L[] = []
   private bytes = 0
   private observedAt = ''
   private timer: NodeJS.Timeout | undefined
@@ -28,7 +28,7 @@ export class Batcher {
   private readonly log: Logger
 
   constructor(
-    private readonly sink: BatchSink,
+    private readonly sink: BatchSink<L>,
     private readonly options: BatcherOptions,
     logger: Logger,
   ) {
@@ -39,7 +39,7 @@ export class Batcher {
     return this.buffer.length
   }
 
-  async add(line: string): Promise<void> {
+  async add(line: L): Promise<void> {
     if (this.buffer.length === 0) {
       this.observedAt = new Date().toISOString()
       this.timer = setTimeout(() => void this.flush(), this.options.maxMs)
@@ -68,7 +68,7 @@ export class Batcher {
     return this.inFlight
   }
 
-  private async send(lines: string[], observedAt: string): Promise<void> {
+  private async send(lines: L[], observedAt: string): Promise<void> {
     const base = this.options.retryMs ?? 200
     for (let attempt = 1; ; attempt++) {
       try {

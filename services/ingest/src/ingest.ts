@@ -96,7 +96,7 @@ export function createIngest(deps: IngestDeps): Ingest {
   })
   const counters = { batches: 0 }
   const backfillQueue = createBackfillQueue({ db, redis, prefix, logger: deps.logger })
-  const addPosts = async (lines: string[], observedAt: string, source: string) => {
+  const addPosts = async (lines: (string | Buffer)[], observedAt: string, source: string) => {
     await addPostsBatch(postsQueue, redis, prefix, { source, observed_at: observedAt, lines })
     counters.batches += 1
     metrics?.batchQueued(source, lines.length)
@@ -147,7 +147,7 @@ export function createIngest(deps: IngestDeps): Ingest {
       options: { reconcileMs: options.reconcileMs, debounceMs: options.rulesDebounceMs },
       backfill: (ids) => backfillQueue.enqueue(ids),
     })
-    const batcher = new Batcher(
+    const batcher = new Batcher<Buffer>(
       (lines, observedAt) => addPosts(lines, observedAt, 'stream'),
       {
         maxItems: options.batchMaxItems,

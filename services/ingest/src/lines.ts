@@ -1,50 +1,79 @@
 export class LineTooLongError extends Error {
   override name = 'LineTooLongError'
   constructor(readonly limit: number) {
-    super(`the upstream sent a line longer than ${limit} characters without \\r\\n`)
+    super(`the upstream sent a line longer than ${limit} bytes without \\r\\n`)
   }
 }
 
+const CR = 0x0d
+const LF = 0x0a
+
 /**
- * Splits a byte stream into lines on `\r\n` (the filtered stream's delimiter). Decodes UTF-8 across
- * chunk boundaries. A final line without its `\r\n` is kept until `end()`. A line may not grow past
- * `maxLineLength` (memory stays bounded whatever the upstream sends): push() then throws
- * LineTooLongError, and the reader drops the connection.
+ * Splits a byte stream into lines on `\r\n` (the filtered stream's delimiter), as bytes: a line is
+ * never decoded here, because the queue takes it as the upstream sent it (the writer decodes it,
+ * once). A line inside one chunk is a view of that chunk, not a copy; only a line spanning chunks
+ * is copied, once, when its end arrives. A final line without its `\r\n` is kept until `end()`. A
+ * line may not grow past `maxLineLength` bytes (memory stays bounded whatever the upstream sends):
+ * push() then throws LineTooLongError, and the reader drops the connection.
  */
 export class LineSplitter {
-  private readonly decoder = new TextDecoder('utf-8')
-  private rest = ''
+  /** The unterminated line so far, in the chunks it came in. */
+  private pending: Buffer[] = []
+  private pendingLength = 0
 
   constructor(private readonly maxLineLength = 16 * 1024 * 1024) {}
 
-  push(chunk: Uint8Array | string): string[] {
-    const text = typeof chunk === 'string' ? chunk : this.decoder.decode(chunk, { stream: true })
-    if (text.length === 0) return []
-    const buffer = this.rest + text
-    const lines: string[] = []
+  push(chunk: Uint8Array | string): Buffer[] {
+    const bytes =
+      typeof chunk === 'string'
+        ? Buffer.from(chunk, 'utf8')
+        : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength)
+    if (bytes.length === 0) return []
+    const lines: Buffer[] = []
     let start = 0
-    // Only the new text can hold a delimiter, plus a `\r` left at the end of the previous chunk
-    // pairing with a `\n` at the start of this one: a long line is not rescanned chunk after chunk.
-    let from = Math.max(0, this.rest.length - 1)
-    for (;;) {
-      const at = buffer.indexOf('\r\n', from)
-      if (at < 0) break
-      lines.push(buffer.slice(start, at))
-      start = at + 2
-      from = start
+    // A `\r` ending the previous chunk and a `\n` starting this one.
+    if (this.pendingLength > 0 && bytes[0] === LF) {
+      const last = this.pending[this.pending.length - 1]!
+      if (last[last.length - 1] === CR) {
+        lines.push(this.takePending(-1))
+        start = 1
+      }
     }
-    this.rest = buffer.slice(start)
-    if (this.rest.length > this.maxLineLength) {
-      this.rest = ''
-      throw new LineTooLongError(this.maxLineLength)
+    for (;;) {
+      const at = bytes.indexOf('\r\n', start)
+      if (at < 0) break
+      if (this.pendingLength > 0) {
+        this.pending.push(bytes.subarray(start, at))
+        this.pendingLength += at - start
+        lines.push(this.takePending(0))
+      } else {
+        lines.push(bytes.subarray(start, at))
+      }
+      start = at + 2
+    }
+    if (start < bytes.length) {
+      this.pending.push(bytes.subarray(start))
+      this.pendingLength += bytes.length - start
+      if (this.pendingLength > this.maxLineLength) {
+        this.pending = []
+        this.pendingLength = 0
+        throw new LineTooLongError(this.maxLineLength)
+      }
     }
     return lines
   }
 
   /** The unterminated remainder (a connection cut mid-line), if any. */
-  end(): string | undefined {
-    const tail = this.rest + this.decoder.decode()
-    this.rest = ''
-    return tail.length > 0 ? tail : undefined
+  end(): Buffer | undefined {
+    return this.pendingLength > 0 ? this.takePending(0) : undefined
+  }
+
+  /** The pending chunks as one line, less `trim` bytes at its end (0 or -1). */
+  private takePending(trim: 0 | -1): Buffer {
+    const joined =
+      this.pending.length === 1 ? this.pending[0]! : Buffer.concat(this.pending, this.pendingLength)
+    this.pending = []
+    this.pendingLength = 0
+    return trim === 0 ? joined : joined.subarray(0, joined.length + trim)
   }
 }

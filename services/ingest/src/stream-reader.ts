@@ -21,8 +21,8 @@ export interface StreamReaderOptions {
 
 export interface StreamReaderDeps {
   upstream: UpstreamClient
-  /** Takes one raw line; awaiting it is the backpressure. */
-  sink: (line: string) => Promise<void>
+  /** Takes one raw line, as the upstream's bytes; awaiting it is the backpressure. */
+  sink: (line: Buffer) => Promise<void>
   logger: Logger
   options: StreamReaderOptions
   /** Resolves when the rule set may have changed (after a 409), or when `signal` aborts. */
@@ -61,13 +61,17 @@ function abortableSleep(ms: number, signal: AbortSignal): Promise<void> {
   })
 }
 
+const DATA_FIRST = Buffer.from('{"data"')
+
 /** A line is an error notice (not a Post) when it holds `errors` and no `data`. */
-function errorNotice(line: string): Record<string, unknown>[] | undefined {
-  // Fast path: Post lines start with their `data` member.
-  if (line.startsWith('{"data"')) return undefined
+function errorNotice(line: Buffer): Record<string, unknown>[] | undefined {
+  // Fast path: Post lines start with their `data` member (and are not decoded here).
+  if (line.length >= DATA_FIRST.length && DATA_FIRST.equals(line.subarray(0, DATA_FIRST.length))) {
+    return undefined
+  }
   let parsed: unknown
   try {
-    parsed = JSON.parse(line)
+    parsed = JSON.parse(line.toString('utf8'))
   } catch {
     return undefined // malformed: handed on, the writer keeps it as a reject
   }
@@ -222,7 +226,7 @@ export class StreamReader {
             if (errors) {
               this.stats.errorLines += 1
               this.log.warn({ errors }, 'upstream sent errors on the stream')
-              this.emit({ type: 'error-line', line })
+              this.emit({ type: 'error-line', line: line.toString('utf8') })
               if (errors.some(isDisconnect)) {
                 conn.abort()
                 return {
