@@ -67,3 +67,13 @@ describe('RecentlyStored', () => {
     expect(ids(recent.skipKnown(batch([post('999', 1, true), post('0', 1, true)])))).toEqual(['0'])
   })
 })
+
+describe('RecentlyStored.storedPost (normalizeLines skipIncluded)', () => {
+  it('answers by the same rule as skipKnown', () => {
+    const recent = new RecentlyStored()
+    recent.remember(batch([post('1', 0, false)]))
+    expect(recent.storedPost('1', Date.parse(at(30)))).toBe(true)
+    expect(recent.storedPost('1', Date.parse(at(0)) + INCLUDED_REFRESH_MS + 1)).toBe(false)
+    expect(recent.storedPost('2', Date.parse(at(30)))).toBe(false)
+  })
+})

@@ -29,11 +29,21 @@ export class RecentlyStored {
     return this.seen.size
   }
 
+  /**
+   * Whether an included copy of Post `id` observed at `observedMs` would be skipped: for
+   * normalizeLines' skipIncluded, so that such copies are not even validated and tokenized.
+   */
+  storedPost(id: string, observedMs: number): boolean {
+    return this.fresh(`p${id}`, observedMs)
+  }
+
   /** The batch without the copies the statement would skip (rows are not copied). */
   skipKnown(batch: NormalizedBatch): NormalizedBatch {
     if (this.seen.size === 0) return batch
-    const posts = batch.posts.filter((p) => !p.included || !this.fresh(`p${p.id}`, p.observed_at))
-    const users = batch.users.filter((u) => !this.fresh(userKey(u), u.observed_at))
+    const posts = batch.posts.filter(
+      (p) => !p.included || !this.fresh(`p${p.id}`, Date.parse(p.observed_at)),
+    )
+    const users = batch.users.filter((u) => !this.fresh(userKey(u), Date.parse(u.observed_at)))
     if (posts.length === batch.posts.length && users.length === batch.users.length) return batch
     return { ...batch, posts, users }
   }
@@ -44,9 +54,9 @@ export class RecentlyStored {
     for (const u of batch.users) this.set(userKey(u), u.observed_at)
   }
 
-  private fresh(key: string, observedAt: string): boolean {
+  private fresh(key: string, observedMs: number): boolean {
     const stored = this.seen.get(key)
-    return stored !== undefined && stored >= Date.parse(observedAt) - INCLUDED_REFRESH_MS
+    return stored !== undefined && stored >= observedMs - INCLUDED_REFRESH_MS
   }
 
   private set(key: string, observedAt: string): void {

@@ -7,7 +7,7 @@ import {
   type OutboxPayload,
   type StoreResult,
 } from '@threadline/db'
-import { normalizeLines, type NormalizedBatch } from '@threadline/domain'
+import { normalizeLines, wireJson, type NormalizedBatch } from '@threadline/domain'
 import type { Logger } from '@threadline/logger'
 import type { WriterMetrics } from '@threadline/metrics'
 import {
@@ -78,10 +78,12 @@ function streamEntries(
 ): StoredEntry[] {
   const entries: StoredEntry[] = []
   for (const p of posts) {
+    // The Post's text as storeBatch sent it (wireJson), not a second serialization.
+    const author = p.author ? `,"author":${wireJson(p.author as object)}` : ''
     entries.push({
       type: 'post',
       id: p.id,
-      body: JSON.stringify({ data: p.post, author: p.author ?? undefined }),
+      body: `{"data":${wireJson(p.post as object)}${author}}`,
     })
   }
   for (const payload of payloads) {
@@ -131,7 +133,12 @@ export async function storeLines(
   source: string,
   recent?: RecentlyStored,
 ): Promise<StoredLines> {
-  const normalized = normalizeLines(lines, observedAt)
+  const observedMs = Date.parse(observedAt)
+  const normalized = normalizeLines(
+    lines,
+    observedAt,
+    recent ? { skipIncluded: (id) => recent.storedPost(id, observedMs) } : {},
+  )
   const batch = recent ? recent.skipKnown(normalized) : normalized
   try {
     const { outbox, ...result } = await storeBatch(db, batch, source)

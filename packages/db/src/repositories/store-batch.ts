@@ -1,5 +1,5 @@
 import { sql } from 'kysely'
-import type { NormalizedBatch } from '@threadline/domain'
+import { wireJson, type NormalizedBatch, type PostRow, type UserRow } from '@threadline/domain'
 import type { Db } from '../connect.js'
 import type { OutboxPayload } from '../tables/index.js'
 
@@ -18,6 +18,46 @@ export interface StoreResult {
    * publish it from memory right after commit and delete it; the relay covers a crash in between.
    */
   outbox: Array<{ id: string; payload: OutboxPayload }>
+}
+
+/** A string as a JSON value, or null. */
+const str = (v: string | null) => (v === null ? 'null' : JSON.stringify(v))
+/** An id (validated digits: nothing to escape) as a JSON string, or null. */
+const id = (v: string | null) => (v === null ? 'null' : `"${v}"`)
+const num = (v: number | null) => (v === null ? 'null' : String(v))
+
+/**
+ * The rows as the JSON array the statement expands, written field by field so that each `raw` is
+ * the text wireJson made once (the writer puts the same text on the `stored` stream).
+ */
+export function postsParam(rows: readonly PostRow[]): string {
+  const parts = new Array<string>(rows.length)
+  for (let i = 0; i < rows.length; i++) {
+    const p = rows[i]!
+    parts[i] =
+      `{"id":"${p.id}","conversation_id":${id(p.conversation_id)},"author_id":${id(p.author_id)},` +
+      `"in_reply_to_user_id":${id(p.in_reply_to_user_id)},` +
+      `"in_reply_to_post_id":${id(p.in_reply_to_post_id)},"text":${JSON.stringify(p.text)},` +
+      `"created_at":"${p.created_at}","lang":${str(p.lang)},` +
+      `"retweet_count":${num(p.retweet_count)},"reply_count":${num(p.reply_count)},` +
+      `"like_count":${num(p.like_count)},"quote_count":${num(p.quote_count)},` +
+      `"bookmark_count":${num(p.bookmark_count)},"impression_count":${id(p.impression_count)},` +
+      `"refs":${JSON.stringify(p.refs)},"search_terms":${JSON.stringify(p.search_terms)},` +
+      `"raw":${wireJson(p.raw)},"observed_at":${JSON.stringify(p.observed_at)},` +
+      `"included":${p.included}}`
+  }
+  return `[${parts.join(',')}]`
+}
+
+export function usersParam(rows: readonly UserRow[]): string {
+  const parts = new Array<string>(rows.length)
+  for (let i = 0; i < rows.length; i++) {
+    const u = rows[i]!
+    parts[i] =
+      `{"id":"${u.id}","name":${JSON.stringify(u.name)},"username":${JSON.stringify(u.username)},` +
+      `"raw":${wireJson(u.raw)},"observed_at":${JSON.stringify(u.observed_at)}}`
+  }
+  return `[${parts.join(',')}]`
 }
 
 /**
@@ -40,8 +80,8 @@ export async function storeBatch(
   if (batch.posts.length === 0 && batch.users.length === 0 && batch.rejects.length === 0) {
     return { inserted: 0, updated: 0, users: 0, rejects: 0, outbox: [] }
   }
-  const posts = JSON.stringify(batch.posts)
-  const users = JSON.stringify(batch.users)
+  const posts = postsParam(batch.posts)
+  const users = usersParam(batch.users)
   const rejects = JSON.stringify(batch.rejects)
   const { rows } = await sql<{
     outbox_id: string | null

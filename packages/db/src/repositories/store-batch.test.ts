@@ -1,0 +1,54 @@
+import { describe, expect, it } from 'vitest'
+import fc from 'fast-check'
+import { normalizeLines, wireJson } from '@threadline/domain'
+import { postsParam, usersParam } from './store-batch.js'
+
+const T = '2026-11-21T00:00:00.000Z'
+
+describe('storeBatch parameters', () => {
+  it('are exactly JSON.stringify of the rows, whatever the text', () => {
+    fc.assert(
+      fc.property(
+        fc.string({ unit: 'binary' }),
+        fc.string({ unit: 'binary' }),
+        fc.option(fc.string({ maxLength: 5 })),
+        fc.option(fc.nat()),
+        (text, name, lang, likes) => {
+          const line = JSON.stringify({
+            data: {
+              id: '20',
+              text,
+              created_at: '2026-11-20T10:00:00.000Z',
+              author_id: '7',
+              conversation_id: '10',
+              ...(lang === null ? {} : { lang }),
+              ...(likes === null ? {} : { public_metrics: { like_count: likes } }),
+              referenced_tweets: [{ type: 'replied_to', id: '10' }],
+            },
+            includes: {
+              users: [{ id: '7', name, username: 'u' }],
+              tweets: [{ id: '10', text: 'parent', created_at: '2026-11-20T09:00:00.000Z' }],
+            },
+          })
+          const batch = normalizeLines([line], T)
+          expect(JSON.parse(postsParam(batch.posts))).toEqual(
+            JSON.parse(JSON.stringify(batch.posts)),
+          )
+          expect(JSON.parse(usersParam(batch.users))).toEqual(
+            JSON.parse(JSON.stringify(batch.users)),
+          )
+        },
+      ),
+    )
+  })
+
+  it('reuse the text wireJson made for each raw object', () => {
+    const [post] = normalizeLines(
+      [JSON.stringify({ data: { id: '1', text: 'x', created_at: T } })],
+      T,
+    ).posts
+    const text = wireJson(post!.raw)
+    expect(wireJson(post!.raw)).toBe(text)
+    expect(postsParam([post!])).toContain(`"raw":${text}`)
+  })
+})
