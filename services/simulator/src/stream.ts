@@ -66,7 +66,7 @@ interface Connection {
   timer: NodeJS.Timeout
   blocked: boolean
   /** Lines rendered ahead (prepare), written by pump as the reader takes them. */
-  prepared: { chunk: string; items: { post: SimPost; rules: Rule[] }[] }[]
+  prepared: { chunk: Buffer; items: { post: SimPost; rules: Rule[] }[] }[]
 }
 
 export interface StreamHubOptions {
@@ -185,7 +185,8 @@ export class StreamHub {
     for (const conn of this.connections) {
       for (let i = 0; i < items.length; i += chunkSize) {
         const slice = items.slice(i, i + chunkSize)
-        conn.prepared.push({ chunk: this.render(slice, conn.view), items: slice })
+        // As bytes: encoding at write time would be the upstream's work inside the measured time.
+        conn.prepared.push({ chunk: Buffer.from(this.render(slice, conn.view)), items: slice })
       }
     }
     return items.length
@@ -246,7 +247,7 @@ export class StreamHub {
     return `{"data":${postJson(this.options.world, post, view)}${includes.suffix()},"matching_rules":[${matching}]}${CRLF}`
   }
 
-  private write(conn: Connection, text: string) {
+  private write(conn: Connection, text: string | Buffer) {
     const { res } = conn
     if (res.destroyed || res.writableEnded) return
     res.write(text)
