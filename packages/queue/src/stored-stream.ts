@@ -13,8 +13,26 @@ export interface StoredEntry {
 }
 
 /**
- * Appends entries in one pipeline. The stream is trimmed by time (MINID, approximate so Redis can
- * drop whole nodes), keeping at least `retentionMs` of history for `backfill_minutes` replays.
+ * Appends a batch's entries in one script call (XADD per entry inside it): a pipeline of one XADD
+ * per entry cost the writer about twice the CPU, in per-command objects, promises and replies.
+ */
+const APPEND = `
+for i = 2, #ARGV, 3 do
+  redis.call('XADD', KEYS[1], 'MINID', '~', ARGV[1], '*',
+    'type', ARGV[i], 'id', ARGV[i + 1], 'body', ARGV[i + 2])
+end
+return (#ARGV - 1) / 3`
+
+type Appending = Redis & {
+  threadlineAppendStored(key: string, minId: string, ...fields: string[]): Promise<number>
+}
+
+/** Entries per script call: bounds how long one call holds Redis (~3 ms per 500 Posts). */
+const APPEND_CHUNK = 500
+
+/**
+ * Appends entries in order. The stream is trimmed by time (MINID, approximate so Redis can drop
+ * whole nodes), keeping at least `retentionMs` of history for `backfill_minutes` replays.
  */
 export async function publishStored(
   redis: Redis,
@@ -23,13 +41,15 @@ export async function publishStored(
   retentionMs: number,
 ): Promise<void> {
   if (entries.length === 0) return
+  const client = redis as Appending
+  if (typeof client.threadlineAppendStored !== 'function') {
+    client.defineCommand('threadlineAppendStored', { numberOfKeys: 1, lua: APPEND })
+  }
   const key = storedStreamKey(prefix)
   const minId = `${Date.now() - retentionMs}-0`
-  const pipeline = redis.pipeline()
-  for (const e of entries) {
-    pipeline.xadd(key, 'MINID', '~', minId, '*', 'type', e.type, 'id', e.id, 'body', e.body)
+  for (let start = 0; start < entries.length; start += APPEND_CHUNK) {
+    const fields: string[] = []
+    for (const e of entries.slice(start, start + APPEND_CHUNK)) fields.push(e.type, e.id, e.body)
+    await client.threadlineAppendStored(key, minId, ...fields)
   }
-  const results = await pipeline.exec()
-  const failed = results?.find(([err]) => err)
-  if (failed) throw failed[0]
 }
