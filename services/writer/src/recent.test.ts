@@ -52,6 +52,18 @@ describe('RecentlyStored', () => {
     expect(ids(recent.skipKnown(batch([], [user('9', 1, 'New name')])))).toEqual(['9'])
   })
 
+  it('knows a user by its latest stored copy: a rename back is not skipped, an older copy changes nothing', () => {
+    const recent = new RecentlyStored()
+    recent.remember(batch([], [user('9', 0, 'A')]))
+    recent.remember(batch([], [user('9', 10, 'B')]))
+    // Renamed back to A within the minute: the stored row says B, so the copy must go through.
+    expect(ids(recent.skipKnown(batch([], [user('9', 20, 'A')])))).toEqual(['9'])
+    // An older copy under another name did not change the stored row (B at 10 s).
+    recent.remember(batch([], [user('9', 5, 'C')]))
+    expect(ids(recent.skipKnown(batch([], [user('9', 30, 'B')])))).toEqual([])
+    expect(ids(recent.skipKnown(batch([], [user('9', 30, 'C')])))).toEqual(['9'])
+  })
+
   it('remembers only what it is told was sent, so skipped copies do not postpone a refresh', () => {
     const recent = new RecentlyStored()
     recent.remember(batch([post('2', 0, true)]))

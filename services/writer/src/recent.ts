@@ -20,13 +20,19 @@ export const INCLUDED_REFRESH_MS = 60_000
  * INCLUDED_REFRESH apart instead of once.
  */
 export class RecentlyStored {
-  /** Key → observed_at (ms) of the copy stored; Map order is insertion order, oldest first. */
-  private readonly seen = new Map<string, number>()
+  /** Post id → observed_at (ms) of the copy stored; Map order is insertion order, oldest first. */
+  private readonly posts = new Map<string, number>()
+  /** User id → the copy stored: when, and under which name and username. */
+  private readonly users = new Map<string, { ms: number; name: string; username: string }>()
+  /** Rows of a batch share one observed_at: parse it once, not per row. */
+  private lastObserved = ''
+  private lastMs = 0
 
+  /** At most `capacity` Posts and `capacity` users are remembered. */
   constructor(private readonly capacity = 200_000) {}
 
   get size(): number {
-    return this.seen.size
+    return this.posts.size + this.users.size
   }
 
   /**
@@ -34,51 +40,65 @@ export class RecentlyStored {
    * normalizeLines' skipIncluded, so that such copies are not even validated and tokenized.
    */
   storedPost(id: string, observedMs: number): boolean {
-    return this.fresh(`p${id}`, observedMs)
+    const stored = this.posts.get(id)
+    return stored !== undefined && stored >= observedMs - INCLUDED_REFRESH_MS
   }
 
   /** The batch without the copies the statement would skip (rows are not copied). */
   skipKnown(batch: NormalizedBatch): NormalizedBatch {
-    if (this.seen.size === 0) return batch
+    if (this.size === 0) return batch
     const posts = batch.posts.filter(
-      (p) => !p.included || !this.fresh(`p${p.id}`, Date.parse(p.observed_at)),
+      (p) => !p.included || !this.storedPost(p.id, this.ms(p.observed_at)),
     )
-    const users = batch.users.filter((u) => !this.fresh(userKey(u), Date.parse(u.observed_at)))
+    const users = batch.users.filter((u) => {
+      const stored = this.users.get(u.id)
+      return (
+        stored === undefined ||
+        stored.name !== u.name ||
+        stored.username !== u.username ||
+        stored.ms < this.ms(u.observed_at) - INCLUDED_REFRESH_MS
+      )
+    })
     if (posts.length === batch.posts.length && users.length === batch.users.length) return batch
     return { ...batch, posts, users }
   }
 
   /** Records the rows a committed statement was sent (what skipKnown returned). */
   remember(batch: NormalizedBatch): void {
-    for (const p of batch.posts) this.set(`p${p.id}`, p.observed_at)
-    for (const u of batch.users) this.set(userKey(u), u.observed_at)
-  }
-
-  private fresh(key: string, observedMs: number): boolean {
-    const stored = this.seen.get(key)
-    return stored !== undefined && stored >= observedMs - INCLUDED_REFRESH_MS
-  }
-
-  private set(key: string, observedAt: string): void {
-    const ms = Date.parse(observedAt)
-    const prior = this.seen.get(key)
-    if (prior !== undefined) {
-      if (prior >= ms) return
-      this.seen.delete(key) // re-inserted below: the newest go to the end
+    for (const p of batch.posts) {
+      const ms = this.ms(p.observed_at)
+      const prior = this.posts.get(p.id)
+      if (prior !== undefined && prior >= ms) continue
+      this.set(this.posts, p.id, ms)
     }
-    this.seen.set(key, ms)
-    if (this.seen.size > this.capacity) {
+    for (const u of batch.users) {
+      const ms = this.ms(u.observed_at)
+      // The statement applies a copy only over an older one: an older copy under another name
+      // left the stored row as it was, so it must not replace what is remembered.
+      const prior = this.users.get(u.id)
+      if (prior !== undefined && prior.ms >= ms) continue
+      this.set(this.users, u.id, { ms, name: u.name, username: u.username })
+    }
+  }
+
+  private ms(observedAt: string): number {
+    if (observedAt !== this.lastObserved) {
+      this.lastObserved = observedAt
+      this.lastMs = Date.parse(observedAt)
+    }
+    return this.lastMs
+  }
+
+  private set<V>(map: Map<string, V>, key: string, value: V): void {
+    map.delete(key) // re-inserted below: the newest go to the end
+    map.set(key, value)
+    if (map.size > this.capacity) {
       // Forget the oldest tenth at once (an eviction per insert would cost more than it saves).
       let drop = Math.ceil(this.capacity / 10)
-      for (const k of this.seen.keys()) {
-        this.seen.delete(k)
+      for (const k of map.keys()) {
+        map.delete(k)
         if (--drop === 0) break
       }
     }
   }
-}
-
-/** A user is known by id, name and username together: a new name must reach the statement. */
-function userKey(u: { id: string; name: string; username: string }): string {
-  return `u${u.id}\u0000${u.name}\u0000${u.username}`
 }
