@@ -1,6 +1,6 @@
 import { sql } from 'kysely'
 import { wireJson, type NormalizedBatch, type PostRow, type UserRow } from '@threadline/domain'
-import type { Db } from '../connect.js'
+import { PREPARE, type Db } from '../connect.js'
 import type { OutboxPayload } from '../tables/index.js'
 
 /** How often a copy seen only in includes may refresh a stored Post or user. */
@@ -71,6 +71,9 @@ export function usersParam(rows: readonly UserRow[]): string {
  *   inserted row in RETURNING), so a redelivered batch changes nothing;
  * - root, first and last times are coalesce/least/greatest, so arrival order does not matter.
  * Rows are fed in id order so concurrent batches lock shared rows in the same order.
+ *
+ * Its text never changes (every input is a parameter), so it runs as a named prepared statement:
+ * a writer parses and plans it once per connection, not once per batch.
  */
 export async function storeBatch(
   db: Db,
@@ -90,7 +93,7 @@ export async function storeBatch(
     updated: string
     users: string
     rejects: string
-  }>`
+  }>`${PREPARE}
     WITH
     p_in AS (
       SELECT * FROM jsonb_to_recordset(${posts}::jsonb) AS x(
