@@ -2,7 +2,13 @@ import { spawn } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import { parseArgs } from 'node:util'
 import { sql } from '@threadline/db'
-import { closeRedis, createQueue, createRedis, type PostsJob } from '@threadline/queue'
+import {
+  addPostsBatch,
+  closeRedis,
+  createQueue,
+  createRedis,
+  type PostsJob,
+} from '@threadline/queue'
 import { generateConversation } from '@threadline/testing'
 import { copyBaseline } from './lib/copy-baseline.js'
 import { benchEnv, log } from './lib/setup.js'
@@ -81,21 +87,18 @@ try {
     `pipeline: ${total} Posts in batches of ${batchSize} → queue → ${writers.length} writer process(es) (concurrency ${values.concurrency} each) → Postgres…`,
   )
   const started = performance.now()
-  const jobs = []
-  for (let i = 0; i < lines.length; i += batchSize) {
-    jobs.push({
-      name: 'batch',
-      data: {
-        source: 'bench',
-        observed_at: new Date().toISOString(),
-        lines: lines.slice(i, i + batchSize),
-      },
+  // As the ingest queues them: each batch's lines in a payload beside its job (posts-payload.ts).
+  let batches = 0
+  for (let i = 0; i < lines.length; i += batchSize, batches++) {
+    await addPostsBatch(queue, redis, env.prefix, {
+      source: 'bench',
+      observed_at: new Date().toISOString(),
+      lines: lines.slice(i, i + batchSize),
     })
   }
-  for (let i = 0; i < jobs.length; i += 20) await queue.addBulk(jobs.slice(i, i + 20))
   // Progress from Redis (completed jobs), not count(*) on Postgres: the poll must not compete
   // with the writer for the same cores.
-  let remaining = jobs.length
+  let remaining = batches
   let lastLog = 0
   while (remaining > 0) {
     await new Promise((r) => setTimeout(r, 50))
@@ -103,7 +106,7 @@ try {
     remaining = Object.values(counts).reduce((a, b) => a + b, 0)
     if (performance.now() - lastLog > 2000) {
       lastLog = performance.now()
-      log(`  ${jobs.length - remaining}/${jobs.length} batches stored`)
+      log(`  ${batches - remaining}/${batches} batches stored`)
     }
   }
   const seconds = (performance.now() - started) / 1000
