@@ -1,6 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { compareIds } from '@threadline/domain'
-import { createSimulator, type Simulator } from './simulator.js'
+import { createSimulator, type Simulator, type SimulatorOptions } from './simulator.js'
 
 const TOKEN = 'test-token'
 const auth = { authorization: `Bearer ${TOKEN}` }
@@ -474,11 +474,10 @@ describe('simulator lifecycle', () => {
     }
   })
 
-  it('with stopAfter, waits for a reader, makes exactly that many Posts, then only keep-alives', async () => {
-    const sim = createSimulator({
+  /** A simulator whose one rule, `everything`, matches every Post; keep-alives after 50 ms. */
+  const fixedCountSimulator = (options: SimulatorOptions) =>
+    createSimulator({
       port: 0,
-      rate: 2_000,
-      stopAfter: 120,
       keepAliveMs: 50,
       bearerToken: TOKEN,
       world: { users: 100, historyPosts: 200 },
@@ -486,20 +485,29 @@ describe('simulator lifecycle', () => {
         value === 'everything'
           ? { ok: true, rule: { test: () => true } }
           : { ok: false, reason: 'only "everything" here' },
+      ...options,
     })
+
+  /** Streams `count` Posts, then waits until two keep-alives show that no more are coming. */
+  async function streamUntilQuiet(sim: Simulator, count: number) {
+    await addRule(sim, 'everything')
+    const stream = await openStream(sim)
+    await until(`${count} Posts streamed`, () => stream.posts().length >= count)
+    // Keep-alives come only after 50 ms without a line: once two have come, generation is over.
+    await until('two keep-alives after the last Post', () => {
+      const lines = stream.lines()
+      const last = lines.findLastIndex((l) => l !== '')
+      return lines.length - 1 - last >= 2
+    })
+    return stream.posts()
+  }
+
+  it('with stopAfter, waits for a reader, makes exactly that many Posts, then only keep-alives', async () => {
+    const sim = fixedCountSimulator({ rate: 2_000, stopAfter: 120 })
     await sim.start()
     try {
-      await addRule(sim, 'everything')
       const before = sim.stats().generated
-      const stream = await openStream(sim)
-      await until('120 Posts streamed', () => stream.posts().length >= 120)
-      // Keep-alives come only after 50 ms without a line: once two have come, generation is over.
-      await until('two keep-alives after the last Post', () => {
-        const lines = stream.lines()
-        const last = lines.findLastIndex((l) => l !== '')
-        return lines.length - 1 - last >= 2
-      })
-      expect(stream.posts()).toHaveLength(120)
+      expect(await streamUntilQuiet(sim, 120)).toHaveLength(120)
       expect(sim.stats().generated - before).toBe(120)
     } finally {
       for (const s of openStreams.splice(0)) s.close()
@@ -508,34 +516,18 @@ describe('simulator lifecycle', () => {
   })
 
   it('with pregenerate, renders all stopAfter Posts first, then writes them as the reader takes them', async () => {
-    const sim = createSimulator({
-      port: 0,
+    const sim = fixedCountSimulator({
+      // `rate` is no limit: 3,000 Posts at 10/s would take 5 minutes.
       rate: 10,
       stopAfter: 3_000,
       pregenerate: true,
-      keepAliveMs: 50,
       // Far less than 3,000 lines: the writes must stop on a full buffer and resume on drain.
       maxStreamBufferBytes: 64 * 1024,
       slowReader: 'pause',
-      bearerToken: TOKEN,
-      world: { users: 100, historyPosts: 200 },
-      compileRule: (value) =>
-        value === 'everything'
-          ? { ok: true, rule: { test: () => true } }
-          : { ok: false, reason: 'only "everything" here' },
     })
     await sim.start()
     try {
-      await addRule(sim, 'everything')
-      const stream = await openStream(sim)
-      // `rate` is no limit: 3,000 Posts at 10/s would take 5 minutes.
-      await until('3,000 Posts streamed', () => stream.posts().length >= 3_000)
-      await until('two keep-alives after the last Post', () => {
-        const lines = stream.lines()
-        const last = lines.findLastIndex((l) => l !== '')
-        return lines.length - 1 - last >= 2
-      })
-      const ids = stream.posts().map((p) => p.data.id)
+      const ids = (await streamUntilQuiet(sim, 3_000)).map((p) => p.data.id)
       expect(ids).toHaveLength(3_000)
       expect(new Set(ids).size).toBe(3_000)
       expect(sim.stats().generated).toBe(3_000)
