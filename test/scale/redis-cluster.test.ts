@@ -12,6 +12,7 @@ import {
 } from '@threadline/db'
 import { silentLogger } from '@threadline/logger'
 import {
+  addPostsBatch,
   closeRedis,
   createConnectionSlots,
   createLease,
@@ -146,22 +147,23 @@ describe('Redis Cluster', () => {
     const queue = createQueue<PostsJob>('posts', { connection: producer, prefix, logger })
     closers.push(() => queue.close())
     const conversations = [1, 2, 3].map((seed) =>
-      generateConversation({ size: 40, seed, startMs: Date.UTC(2026, 0, seed) }),
+      generateConversation({ size: 40, seed, startMs: Date.UTC(2026, 0, seed), padding: true }),
     )
     const lines = conversations.flatMap((c) => c.lines)
     const ids = new Set(conversations.flatMap((c) => c.ids))
+    // As the ingest queues them: a batch past 16 KB in a payload key beside its job.
     const jobs = []
     for (let i = 0; i < lines.length; i += 25) {
-      jobs.push({
-        name: 'batch',
-        data: {
+      jobs.push(
+        await addPostsBatch(queue, producer, prefix, {
           source: 'test',
           observed_at: new Date().toISOString(),
           lines: lines.slice(i, i + 25),
-        },
-      })
+        }),
+      )
     }
-    await queue.addBulk(jobs)
+    const payloads = jobs.flatMap((job) => (job.data.payload ? [job.data.payload] : []))
+    expect(payloads.length).toBeGreaterThan(0)
 
     await waitFor(
       `${ids.size} Posts stored`,
@@ -183,6 +185,8 @@ describe('Redis Cluster', () => {
         : undefined,
     )
     expect((await queue.getJobCounts('failed')).failed).toBe(0)
+    // Each payload was deleted once its batch was committed.
+    for (const key of payloads) expect(await producer.exists(key)).toBe(0)
   })
 
   it('the ingest lease has one holder at a time', async () => {
