@@ -111,6 +111,33 @@ describe('posts payloads', () => {
     expect(await env.redis.keys(`${postsPayloadKey(prefix, '*')}`)).toEqual([])
   })
 
+  it('adds a batch with an id once, however often it is retried, and leaves no payload behind', async () => {
+    const prefix = `${env.prefix}-retry`
+    const lines = Array.from(
+      { length: 200 },
+      (_, i) => `{"data":{"id":"${i + 1}","text":"${'z'.repeat(100)}"}}`,
+    )
+    const queue = createQueue<PostsJob>('posts', {
+      connection: env.redis,
+      prefix,
+      logger: env.logger,
+    })
+    try {
+      const batch = { id: 'batch-1', source: 'test', observed_at: observedAt, lines }
+      const first = await addPostsBatch(queue, env.redis, prefix, batch)
+      // The add reached Redis but its caller saw an error: the retry finds the job.
+      const again = await addPostsBatch(queue, env.redis, prefix, batch)
+      expect(again.id).toBe(first.id)
+      expect((await queue.getJobCounts('waiting')).waiting).toBe(1)
+      // A writer stored the batch and deleted its payload; a late retry must not write it back.
+      await dropPostsPayload(env.redis, first.data)
+      await addPostsBatch(queue, env.redis, prefix, batch)
+      expect(await env.redis.keys(postsPayloadKey(prefix, '*'))).toEqual([])
+    } finally {
+      await queue.close()
+    }
+  })
+
   it('refuses a job that has both forms or neither', () => {
     const base = { source: 'test', observed_at: observedAt }
     expect(

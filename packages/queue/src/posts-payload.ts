@@ -27,6 +27,12 @@ export function postsPayloadKey(prefix: string, id: string): string {
 }
 
 export interface PostsBatch {
+  /**
+   * The same for every attempt to add this batch: it names the payload key and the job (BullMQ
+   * ignores a second add of a job id it holds), so a retry after an add whose reply was lost
+   * neither queues the batch twice nor leaves a payload behind. Default: a fresh id.
+   */
+  id?: string
   source: string
   observed_at: string
   /** Text, or the UTF-8 bytes the upstream sent (the stream's lines are never decoded on the way). */
@@ -35,8 +41,8 @@ export interface PostsBatch {
 
 /**
  * Adds a `posts` job for `batch`: its lines inside the job when small (or when a line holds the
- * separator, which only a file or page can), else in a payload key written first. A retry after a
- * failed add writes a new key; the one left behind holds lines that a retry queues again.
+ * separator, which only a file or page can), else in a payload key written first (see `id` for
+ * retries).
  */
 export async function addPostsBatch(
   queue: Queue<PostsJob>,
@@ -45,6 +51,13 @@ export async function addPostsBatch(
   batch: PostsBatch,
 ): Promise<Job<PostsJob>> {
   const { source, observed_at: observedAt, lines } = batch
+  const id = batch.id ?? randomUUID()
+  if (batch.id !== undefined) {
+    // A retry of an add that reached Redis (its reply was lost): the job is there, and its payload
+    // may already be stored and deleted. Writing the payload again would leave it behind.
+    const existing = await queue.getJob(id)
+    if (existing) return existing
+  }
   let size = 0
   let separable = true
   let text = true
@@ -55,11 +68,15 @@ export async function addPostsBatch(
   }
   if (size < INLINE_PAYLOAD_CHARS || !separable) {
     const inline = lines.map((l) => (typeof l === 'string' ? l : l.toString('utf8')))
-    return queue.add('posts', { source, observed_at: observedAt, lines: inline })
+    return queue.add('posts', { source, observed_at: observedAt, lines: inline }, { jobId: id })
   }
-  const key = postsPayloadKey(prefix, randomUUID())
+  const key = postsPayloadKey(prefix, id)
   await redis.set(key, text ? lines.join(SEPARATOR) : joinBytes(lines))
-  return queue.add('posts', { source, observed_at: observedAt, payload: key, count: lines.length })
+  return queue.add(
+    'posts',
+    { source, observed_at: observedAt, payload: key, count: lines.length },
+    { jobId: id },
+  )
 }
 
 const SEPARATOR_BYTES = Buffer.from(SEPARATOR)

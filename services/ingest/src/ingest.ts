@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto'
 import type { Db } from '@threadline/db'
 import type { Logger } from '@threadline/logger'
 import type { IngestMetrics } from '@threadline/metrics'
@@ -96,8 +97,12 @@ export function createIngest(deps: IngestDeps): Ingest {
   })
   const counters = { batches: 0 }
   const backfillQueue = createBackfillQueue({ db, redis, prefix, logger: deps.logger })
+  // The Batcher retries a batch with the same array: the same id then names its payload and job.
+  const batchIds = new WeakMap<object, string>()
   const addPosts = async (lines: (string | Buffer)[], observedAt: string, source: string) => {
-    await addPostsBatch(postsQueue, redis, prefix, { source, observed_at: observedAt, lines })
+    let id = batchIds.get(lines)
+    if (id === undefined) batchIds.set(lines, (id = randomUUID()))
+    await addPostsBatch(postsQueue, redis, prefix, { id, source, observed_at: observedAt, lines })
     counters.batches += 1
     metrics?.batchQueued(source, lines.length)
   }
