@@ -3,6 +3,7 @@ import * as spine from './20261121T000100-spine.js'
 import * as rules from './20261121T000150-rules.js'
 import * as searchTerms from './20261121T000200-search-terms.js'
 import * as activity from './20261121T000400-activity.js'
+import * as conversationCounters from './20261121T000500-conversation-counters.js'
 
 /**
  * Every migration, in order. Names are timestamps so that they sort; add new files at the end
@@ -13,4 +14,5 @@ export const migrations: Record<string, Migration> = {
   '20261121T000150-rules': rules,
   '20261121T000200-search-terms': searchTerms,
   '20261121T000400-activity': activity,
+  '20261121T000500-conversation-counters': conversationCounters,
 }
