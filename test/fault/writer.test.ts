@@ -106,7 +106,7 @@ function startWriterProcess(prefix: string): ChildProcess {
 
 describe('writer under faults', () => {
   it('loses and doubles nothing when killed with SIGKILL mid-batch and restarted', async () => {
-    const prefix = `${env.prefix}-kill`
+    const prefix = `${env.prefix}:kill`
     const { lines, jobs } = await queueConversations(prefix, 6, 2000, 300)
     const counts = createQueue('posts', { connection: env.redis, prefix, logger: env.logger })
     env.defer(() => counts.close())
@@ -145,7 +145,7 @@ describe('writer under faults', () => {
     await sql`TRUNCATE posts, post_references, users, conversations, outbox, ingest_rejects`.execute(
       env.db,
     )
-    const prefix = `${env.prefix}-pgkill`
+    const prefix = `${env.prefix}:pgkill`
     const appName = `writer-${env.schema}`
     const db = createDb({ url: env.databaseUrl, poolMax: 4, applicationName: appName })
     const writer = createWriter({
@@ -179,7 +179,7 @@ describe('writer under faults', () => {
   })
 
   it('completes a job whose payload a committing writer already deleted, storing nothing', async () => {
-    const prefix = `${env.prefix}-gone`
+    const prefix = `${env.prefix}:gone`
     await queueConversations(prefix, 1, 100, 100)
     const [key] = await env.redis.keys(postsPayloadKey(prefix, '*'))
     // What a writer that committed, deleted the payload and died before completing leaves.

@@ -50,7 +50,7 @@ async function add(prefix: string, lines: (string | Buffer)[]) {
 
 describe('posts payloads', () => {
   it('keeps a large batch beside its job and gives back exactly its lines', async () => {
-    const prefix = `${env.prefix}-big`
+    const prefix = `${env.prefix}:big`
     // Multi-byte text, escapes, a bare \n and a trailing \r inside lines: none is the separator.
     const lines = Array.from(
       { length: 400 },
@@ -72,7 +72,7 @@ describe('posts payloads', () => {
   })
 
   it('takes lines as the bytes the upstream sent, and gives them back as text', async () => {
-    const prefix = `${env.prefix}-bytes`
+    const prefix = `${env.prefix}:bytes`
     const lines = Array.from(
       { length: 300 },
       (_, i) => `{"data":{"id":"${i + 1}","text":"日本語 🧵 ${'y'.repeat(60)}"}}`,
@@ -85,14 +85,14 @@ describe('posts payloads', () => {
     expect(job!.payload).toBeDefined()
     expect(await loadPostsLines(env.redis, job!)).toEqual(lines)
 
-    const small = `${env.prefix}-bytes-small`
+    const small = `${env.prefix}:bytes-small`
     await add(small, [Buffer.from('{"data":{"id":"1","text":"é"}}', 'utf8')])
     const [inline] = await queued(small)
     expect(inline!.lines).toEqual(['{"data":{"id":"1","text":"é"}}'])
   })
 
   it('keeps a small batch inside its job', async () => {
-    const prefix = `${env.prefix}-small`
+    const prefix = `${env.prefix}:small`
     await add(prefix, ['{"data":{"id":"1","text":"hi"}}'])
     const [job] = await queued(prefix)
     expect(job!.lines).toEqual(['{"data":{"id":"1","text":"hi"}}'])
@@ -103,7 +103,7 @@ describe('posts payloads', () => {
   })
 
   it('keeps a large batch inside its job when a line holds the separator', async () => {
-    const prefix = `${env.prefix}-crlf`
+    const prefix = `${env.prefix}:crlf`
     const lines = ['x'.repeat(INLINE_PAYLOAD_CHARS), '{\r\n"data": {"id": "1", "text": "a page"}}']
     await add(prefix, lines)
     const [job] = await queued(prefix)
@@ -112,7 +112,7 @@ describe('posts payloads', () => {
   })
 
   it('adds a batch with an id once, however often it is retried, and leaves no payload behind', async () => {
-    const prefix = `${env.prefix}-retry`
+    const prefix = `${env.prefix}:retry`
     const lines = Array.from(
       { length: 200 },
       (_, i) => `{"data":{"id":"${i + 1}","text":"${'z'.repeat(100)}"}}`,

@@ -7,6 +7,7 @@ import {
   withSearchPath,
   type Db,
 } from '@threadline/db'
+import { closeRedis, createRedis, deleteByPrefix } from '@threadline/queue'
 import { resolveTestServices, type TestServices } from '@threadline/testing'
 
 export interface BenchEnv {
@@ -24,6 +25,7 @@ export async function benchEnv(name: string): Promise<BenchEnv> {
   const services = await resolveTestServices()
   const id = `${name}_${randomBytes(3).toString('hex')}`
   const schema = `bench_${id}`
+  const prefix = `tl-bench-${id}`
   await createSchema(services.databaseUrl, schema)
   const databaseUrl = withSearchPath(services.databaseUrl, schema)
   const db = createDb({ url: databaseUrl, poolMax: 4, applicationName: `bench-${name}` })
@@ -33,11 +35,15 @@ export async function benchEnv(name: string): Promise<BenchEnv> {
     databaseUrl,
     redisUrl: services.redisUrl,
     schema,
-    prefix: `tl-bench-${id}`,
+    prefix,
     db,
     async close() {
       await db.destroy()
       await dropSchema(services.databaseUrl, schema)
+      // Every key the run made (queues, payloads, the stored stream), not only the ones it drained.
+      const redis = createRedis(services.redisUrl, 'producer', 'bench-cleanup')
+      await deleteByPrefix(redis, prefix)
+      await closeRedis(redis)
       await services.stop()
     },
   }

@@ -217,7 +217,7 @@ describe('metrics of a writer and an API in one process', () => {
 
 describe('queue sampler', () => {
   it('reports depths and the age of the oldest waiting job', async () => {
-    const prefix = `${env.prefix}-sampler`
+    const prefix = `${env.prefix}:sampler`
     const queue = createQueue<{ n: number }>('backfill', {
       connection: env.redis,
       prefix,
