@@ -38,8 +38,8 @@ import { formatPostTime, generateId, snowflakeTime } from '@threadline/domain'
 import { createLogger, silentLogger } from '@threadline/logger'
 import { closeRedis, createQueue, createRedis } from '@threadline/queue'
 import { runUntilSignal } from '@threadline/runtime'
-import { createWriter, storeLines, writerOptions } from '@threadline/writer'
-import { benchEnv, log } from './lib/setup.js'
+import { createWriter, storeLines } from '@threadline/writer'
+import { benchEnv, benchWriterOptions, log } from './lib/setup.js'
 
 /** Wall-clock milliseconds with sub-millisecond precision, comparable across processes. */
 const now = () => performance.timeOrigin + performance.now()
@@ -325,13 +325,7 @@ async function main(): Promise<void> {
       redis: createRedis(env.redisUrl, 'worker', 'bench-writer'),
       prefix: env.prefix,
       logger: silentLogger(),
-      options: {
-        ...writerOptions(loadConfig({})),
-        concurrency: 1,
-        maxStalledCount: 5,
-        shutdownTimeoutMs: 5_000,
-        relayIntervalMs: 1_000,
-      },
+      options: benchWriterOptions,
     })
 
     const storedIds: string[] = []

@@ -26,7 +26,8 @@ import { formatPostTime, generateId, snowflakeTime } from '@threadline/domain'
 import { silentLogger } from '@threadline/logger'
 import { closeRedis, createRedis } from '@threadline/queue'
 import { apiFromConfig } from '@threadline/api'
-import { createWriter, storeLines, writerOptions } from '@threadline/writer'
+import { createWriter, storeLines } from '@threadline/writer'
+import { benchWriterOptions } from './lib/setup.js'
 
 const { values } = parseArgs({
   options: {
@@ -274,13 +275,7 @@ async function main(): Promise<void> {
     redis: writerRedis,
     prefix,
     logger: silentLogger(),
-    options: {
-      ...writerOptions(loadConfig({})),
-      concurrency: 1,
-      maxStalledCount: 5,
-      shutdownTimeoutMs: 5_000,
-      relayIntervalMs: 1_000,
-    },
+    options: benchWriterOptions,
   })
   const committed = new Map<string, number>()
   const streamLatencies: number[] = []

@@ -66,9 +66,8 @@ const DATA_FIRST = Buffer.from('{"data"')
 /** A line is an error notice (not a Post) when it holds `errors` and no `data`. */
 function errorNotice(line: Buffer): Record<string, unknown>[] | undefined {
   // Fast path: Post lines start with their `data` member (and are not decoded here).
-  if (line.length >= DATA_FIRST.length && DATA_FIRST.equals(line.subarray(0, DATA_FIRST.length))) {
-    return undefined
-  }
+  const n = DATA_FIRST.length
+  if (line.length >= n && DATA_FIRST.compare(line, 0, n) === 0) return undefined
   let parsed: unknown
   try {
     parsed = JSON.parse(line.toString('utf8'))

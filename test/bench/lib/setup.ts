@@ -9,6 +9,8 @@ import {
 } from '@threadline/db'
 import { closeRedis, createRedis, deleteByPrefix } from '@threadline/queue'
 import { resolveTestServices, type TestServices } from '@threadline/testing'
+import { loadConfig } from '@threadline/config'
+import { writerOptions, type WriterOptions } from '@threadline/writer'
 
 export interface BenchEnv {
   services: TestServices
@@ -50,3 +52,15 @@ export async function benchEnv(name: string): Promise<BenchEnv> {
 }
 
 export const log = (line: string) => process.stderr.write(`${line}\n`)
+
+/**
+ * A writer running inside a benchmark's process: production's options, one job at a time (the
+ * bench measures latency from commit), a quick shutdown and a relay every second.
+ */
+export const benchWriterOptions: WriterOptions = {
+  ...writerOptions(loadConfig({})),
+  concurrency: 1,
+  maxStalledCount: 5,
+  shutdownTimeoutMs: 5_000,
+  relayIntervalMs: 1_000,
+}

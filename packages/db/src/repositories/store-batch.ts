@@ -21,10 +21,10 @@ export interface StoreResult {
 }
 
 /** A string as a JSON value, or null. */
-const str = (v: string | null) => (v === null ? 'null' : JSON.stringify(v))
+const jsonStr = (v: string | null) => (v === null ? 'null' : JSON.stringify(v))
 /** An id (validated digits: nothing to escape) as a JSON string, or null. */
-const id = (v: string | null) => (v === null ? 'null' : `"${v}"`)
-const num = (v: number | null) => (v === null ? 'null' : String(v))
+const jsonId = (v: string | null) => (v === null ? 'null' : `"${v}"`)
+const jsonNum = (v: number | null) => (v === null ? 'null' : String(v))
 
 /**
  * The rows as the JSON array the statement expands, written field by field so that each `raw` is
@@ -35,13 +35,13 @@ export function postsParam(rows: readonly PostRow[]): string {
   for (let i = 0; i < rows.length; i++) {
     const p = rows[i]!
     parts[i] =
-      `{"id":"${p.id}","conversation_id":${id(p.conversation_id)},"author_id":${id(p.author_id)},` +
-      `"in_reply_to_user_id":${id(p.in_reply_to_user_id)},` +
-      `"in_reply_to_post_id":${id(p.in_reply_to_post_id)},"text":${JSON.stringify(p.text)},` +
-      `"created_at":"${p.created_at}","lang":${str(p.lang)},` +
-      `"retweet_count":${num(p.retweet_count)},"reply_count":${num(p.reply_count)},` +
-      `"like_count":${num(p.like_count)},"quote_count":${num(p.quote_count)},` +
-      `"bookmark_count":${num(p.bookmark_count)},"impression_count":${id(p.impression_count)},` +
+      `{"id":"${p.id}","conversation_id":${jsonId(p.conversation_id)},"author_id":${jsonId(p.author_id)},` +
+      `"in_reply_to_user_id":${jsonId(p.in_reply_to_user_id)},` +
+      `"in_reply_to_post_id":${jsonId(p.in_reply_to_post_id)},"text":${JSON.stringify(p.text)},` +
+      `"created_at":"${p.created_at}","lang":${jsonStr(p.lang)},` +
+      `"retweet_count":${jsonNum(p.retweet_count)},"reply_count":${jsonNum(p.reply_count)},` +
+      `"like_count":${jsonNum(p.like_count)},"quote_count":${jsonNum(p.quote_count)},` +
+      `"bookmark_count":${jsonNum(p.bookmark_count)},"impression_count":${jsonId(p.impression_count)},` +
       `"refs":${JSON.stringify(p.refs)},"search_terms":${JSON.stringify(p.search_terms)},` +
       `"raw":${wireJson(p.raw)},"observed_at":${JSON.stringify(p.observed_at)},` +
       `"included":${p.included}}`
