@@ -1,5 +1,6 @@
+import { execFileSync } from 'node:child_process'
 import { existsSync, readFileSync } from 'node:fs'
-import { dirname, join } from 'node:path'
+import { dirname, isAbsolute, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { Ajv, type ValidateFunction } from 'ajv'
 import addFormatsModule from 'ajv-formats'
@@ -10,11 +11,30 @@ import { buildServer, type ApiOptions, type ApiServer } from './server.js'
 import { createRedis } from '@threadline/queue'
 import { createDb } from '@threadline/db'
 
-/** X's own OpenAPI document (shared with the specs), loaded once per process. */
-const X_OPENAPI = join(
-  dirname(fileURLToPath(import.meta.url)),
-  '../../../../shared/x-api-v2-openapi.json',
-)
+const REPO_ROOT = join(dirname(fileURLToPath(import.meta.url)), '../../..')
+const DOC = join('shared', 'x-api-v2-openapi.json')
+
+/**
+ * X's own OpenAPI document (shared with the specs), loaded once per process. Where CI lays it out,
+ * `shared/` beside the checkout; `X_OPENAPI_PATH` names another place; and a clone of a local
+ * checkout (`git clone . /tmp/c`, as a pre-submit check does) finds it beside its origin.
+ */
+function openApiPath(): { path: string; tried: string[] } {
+  const tried: string[] = []
+  if (process.env.X_OPENAPI_PATH) tried.push(process.env.X_OPENAPI_PATH)
+  tried.push(join(REPO_ROOT, '..', DOC))
+  try {
+    const origin = execFileSync('git', ['config', '--get', 'remote.origin.url'], {
+      cwd: REPO_ROOT,
+      encoding: 'utf8',
+    }).trim()
+    if (origin !== '' && isAbsolute(origin) && existsSync(origin))
+      tried.push(join(origin, '..', DOC))
+  } catch {
+    // not a git checkout, or no origin: the places above are all there is
+  }
+  return { path: tried.find((p) => existsSync(p)) ?? tried[0]!, tried }
+}
 
 let ajv: Ajv | undefined
 const compiled = new Map<string, ValidateFunction>()
@@ -23,13 +43,15 @@ function schemaValidator(name: string): ValidateFunction {
   let validate = compiled.get(name)
   if (validate) return validate
   if (!ajv) {
-    if (!existsSync(X_OPENAPI)) {
+    const { path, tried } = openApiPath()
+    if (!existsSync(path)) {
       throw new Error(
-        `X's OpenAPI document is not at ${X_OPENAPI}: the response-shape checks need the shared/ ` +
-          'folder (with x-api-v2-openapi.json) beside the repository checkout, as CI lays it out.',
+        `X's OpenAPI document is not at ${tried.join(' nor ')}: the response-shape checks need ` +
+          'the shared/ folder (with x-api-v2-openapi.json) beside the repository checkout, as CI ' +
+          'lays it out, or X_OPENAPI_PATH.',
       )
     }
-    const doc = JSON.parse(readFileSync(X_OPENAPI, 'utf8')) as {
+    const doc = JSON.parse(readFileSync(path, 'utf8')) as {
       components: { schemas: Record<string, { required?: string[] }> }
     }
     // api.md §2.1: Threadline returns edit_history_tweet_ids only when asked.
