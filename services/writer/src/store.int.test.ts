@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import fc from 'fast-check'
 import { storeBatch, sql } from '@threadline/db'
-import { normalizeLines } from '@threadline/domain'
+import { normalizeLines, type PostRow } from '@threadline/domain'
 import { createTestEnv, type TestEnv } from '@threadline/testing'
 import { generateConversation, prng, shuffle } from '@threadline/testing'
 import { RecentlyStored } from './recent.js'
@@ -285,5 +286,122 @@ describe('storeBatch', () => {
     expect(refs).toEqual([
       { post_id: '1860000000000000010', type: 'quoted', referenced_id: '1860000000000000009' },
     ])
+  })
+
+  it('stores in each column what normalizeLines made of the Post, whatever its shape', async () => {
+    await reset(env.db)
+    // The statement reads most columns out of `raw`: this holds them equal to the PostRow fields.
+    let next = 1_860_000_000_000_100_000n
+    const optional = <T>(arb: fc.Arbitrary<T>) => fc.option(arb, { nil: undefined })
+    const count = fc.oneof(fc.nat({ max: 2_147_483_647 }), fc.constant(null))
+    await fc.assert(
+      fc.asyncProperty(
+        fc.record({
+          text: fc.string({ unit: 'binary' }).filter((t) => !t.includes('\u0000')),
+          lang: optional(fc.string({ maxLength: 5 }).filter((t) => !t.includes('\u0000'))),
+          conversation: fc.constantFrom('self', 'null', 'absent'),
+          createdAt: fc.boolean(),
+          likes: optional(count),
+          impressions: optional(fc.oneof(fc.maxSafeNat(), fc.constant(100))),
+          // JSON may write an integer as 25.0 or 1e2; the cast must take both.
+          floatForm: fc.boolean(),
+          reply: fc.boolean(),
+          // twarc2's flattened Posts carry `author` and references with their Posts inline.
+          twarc: fc.boolean(),
+        }),
+        async (shape) => {
+          next += 10n
+          const id = String(next)
+          const parent = String(next - 1n)
+          const metrics =
+            shape.likes === undefined && shape.impressions === undefined
+              ? undefined
+              : {
+                  ...(shape.likes === undefined ? {} : { like_count: shape.likes }),
+                  ...(shape.impressions === undefined
+                    ? {}
+                    : { impression_count: shape.impressions }),
+                }
+          const post = {
+            id,
+            text: shape.text,
+            ...(shape.lang === undefined ? {} : { lang: shape.lang }),
+            ...(shape.conversation === 'absent'
+              ? {}
+              : { conversation_id: shape.conversation === 'self' ? id : null }),
+            ...(shape.createdAt ? { created_at: '2026-11-20T10:00:00.000Z' } : {}),
+            ...(metrics ? { public_metrics: metrics } : {}),
+            ...(shape.reply
+              ? {
+                  in_reply_to_user_id: '7',
+                  referenced_tweets: [
+                    shape.twarc
+                      ? {
+                          type: 'replied_to',
+                          id: parent,
+                          text: 'parent',
+                          author: { id: '7', name: 'p', username: 'q' },
+                        }
+                      : { type: 'replied_to', id: parent },
+                  ],
+                }
+              : {}),
+            ...(shape.twarc ? { author: { id: '8', name: 'n', username: 'u' } } : {}),
+          }
+          let line = JSON.stringify(shape.twarc ? post : { data: post })
+          if (shape.floatForm && typeof shape.likes === 'number') {
+            line = line.replace(`"like_count":${shape.likes}`, `"like_count":${shape.likes}.0`)
+          }
+          if (shape.floatForm && shape.impressions === 100) {
+            line = line.replace('"impression_count":100', '"impression_count":1e2')
+          }
+          const batch = normalizeLines([line], observed(1))
+          const row = batch.posts.find((p) => p.id === id)!
+          expect(batch.rejects).toEqual([])
+          await storeBatch(env.db, batch, 'test')
+          const stored = await env.db
+            .selectFrom('posts')
+            .select([
+              'id',
+              'conversation_id',
+              'author_id',
+              'in_reply_to_user_id',
+              'in_reply_to_post_id',
+              'text',
+              'lang',
+              'retweet_count',
+              'reply_count',
+              'like_count',
+              'quote_count',
+              'bookmark_count',
+              'impression_count',
+              'search_terms',
+              'raw',
+            ])
+            .select(sql<string>`to_json(created_at)#>>'{}'`.as('created_at'))
+            .select(sql<string>`to_json(observed_at)#>>'{}'`.as('observed_at'))
+            .where('id', '=', id)
+            .executeTakeFirstOrThrow()
+          const expected: Partial<PostRow> = { ...row }
+          delete expected.refs
+          delete expected.included
+          expect({
+            ...stored,
+            created_at: new Date(stored.created_at).toISOString(),
+            observed_at: new Date(stored.observed_at).toISOString(),
+          }).toEqual({
+            ...expected,
+            raw: JSON.parse(JSON.stringify(row.raw)),
+          })
+          const refs = await env.db
+            .selectFrom('post_references')
+            .select(['type', 'referenced_id'])
+            .where('post_id', '=', id)
+            .execute()
+          expect(refs).toEqual(row.refs.map((r) => ({ type: r.type, referenced_id: r.id })))
+        },
+      ),
+      { numRuns: 60 },
+    )
   })
 })

@@ -20,42 +20,33 @@ export interface StoreResult {
   outbox: Array<{ id: string; payload: OutboxPayload }>
 }
 
-/** A string as a JSON value, or null. */
-const jsonStr = (v: string | null) => (v === null ? 'null' : JSON.stringify(v))
-/** An id (validated digits: nothing to escape) as a JSON string, or null. */
-const jsonId = (v: string | null) => (v === null ? 'null' : `"${v}"`)
-const jsonNum = (v: number | null) => (v === null ? 'null' : String(v))
-
 /**
- * The rows as the JSON array the statement expands, written field by field so that each `raw` is
- * the text wireJson made once (the writer puts the same text on the `stored` stream).
+ * The rows as the JSON array the statement expands: each row's `raw` (the text wireJson made once,
+ * which the writer also puts on the `stored` stream) and only what `raw` does not hold. The
+ * statement reads every other column out of `raw` (id, ids, text, lang, metrics, references),
+ * where normalizeLines validated it: sending them again beside `raw` doubled the text Postgres
+ * parsed for a Post (its `text` twice, twenty keys to sort), about a third of its JSON work.
+ * Keys: `r` raw, `t` search_terms, `c` created_at (normalized, or from the id when `raw` has none),
+ * `p` in_reply_to_post_id (omitted when null), `o` observed_at, `i` included.
  */
 export function postsParam(rows: readonly PostRow[]): string {
   const parts = new Array<string>(rows.length)
   for (let i = 0; i < rows.length; i++) {
     const p = rows[i]!
+    const parent = p.in_reply_to_post_id === null ? '' : `"p":"${p.in_reply_to_post_id}",`
     parts[i] =
-      `{"id":"${p.id}","conversation_id":${jsonId(p.conversation_id)},"author_id":${jsonId(p.author_id)},` +
-      `"in_reply_to_user_id":${jsonId(p.in_reply_to_user_id)},` +
-      `"in_reply_to_post_id":${jsonId(p.in_reply_to_post_id)},"text":${JSON.stringify(p.text)},` +
-      `"created_at":"${p.created_at}","lang":${jsonStr(p.lang)},` +
-      `"retweet_count":${jsonNum(p.retweet_count)},"reply_count":${jsonNum(p.reply_count)},` +
-      `"like_count":${jsonNum(p.like_count)},"quote_count":${jsonNum(p.quote_count)},` +
-      `"bookmark_count":${jsonNum(p.bookmark_count)},"impression_count":${jsonId(p.impression_count)},` +
-      `"refs":${JSON.stringify(p.refs)},"search_terms":${JSON.stringify(p.search_terms)},` +
-      `"raw":${wireJson(p.raw)},"observed_at":${JSON.stringify(p.observed_at)},` +
-      `"included":${p.included}}`
+      `{"r":${wireJson(p.raw)},"t":${JSON.stringify(p.search_terms)},"c":"${p.created_at}",` +
+      `${parent}"o":${JSON.stringify(p.observed_at)},"i":${p.included}}`
   }
   return `[${parts.join(',')}]`
 }
 
+/** Users as the statement expands them: `r` raw (id, name and username are read out of it), `o` observed_at. */
 export function usersParam(rows: readonly UserRow[]): string {
   const parts = new Array<string>(rows.length)
   for (let i = 0; i < rows.length; i++) {
     const u = rows[i]!
-    parts[i] =
-      `{"id":"${u.id}","name":${JSON.stringify(u.name)},"username":${JSON.stringify(u.username)},` +
-      `"raw":${wireJson(u.raw)},"observed_at":${JSON.stringify(u.observed_at)}}`
+    parts[i] = `{"r":${wireJson(u.raw)},"o":${JSON.stringify(u.observed_at)}}`
   }
   return `[${parts.join(',')}]`
 }
@@ -96,12 +87,22 @@ export async function storeBatch(
   }>`${PREPARE}
     WITH
     p_in AS (
-      SELECT * FROM jsonb_to_recordset(${posts}::jsonb) AS x(
-        id bigint, conversation_id bigint, author_id bigint, in_reply_to_user_id bigint,
-        in_reply_to_post_id bigint, text text, created_at timestamptz, lang text,
-        retweet_count integer, reply_count integer, like_count integer, quote_count integer,
-        bookmark_count integer, impression_count bigint, refs jsonb, search_terms text[],
-        raw jsonb, observed_at timestamptz, included boolean)
+      SELECT (r->>'id')::bigint AS id, (r->>'conversation_id')::bigint AS conversation_id,
+        (r->>'author_id')::bigint AS author_id,
+        (r->>'in_reply_to_user_id')::bigint AS in_reply_to_user_id, p AS in_reply_to_post_id,
+        r->>'text' AS text, c AS created_at, r->>'lang' AS lang,
+        -- Validated as integers; via numeric, since JSON may write one as 25.0.
+        (r->'public_metrics'->>'retweet_count')::numeric::integer AS retweet_count,
+        (r->'public_metrics'->>'reply_count')::numeric::integer AS reply_count,
+        (r->'public_metrics'->>'like_count')::numeric::integer AS like_count,
+        (r->'public_metrics'->>'quote_count')::numeric::integer AS quote_count,
+        (r->'public_metrics'->>'bookmark_count')::numeric::integer AS bookmark_count,
+        (r->'public_metrics'->>'impression_count')::numeric::bigint AS impression_count,
+        -- normalizeLines leaves only valid {type, id} items in raw's referenced_tweets.
+        r->'referenced_tweets' AS refs, t AS search_terms, r AS raw, o AS observed_at,
+        i AS included
+      FROM jsonb_to_recordset(${posts}::jsonb) AS x(
+        r jsonb, t text[], c timestamptz, p bigint, o timestamptz, i boolean)
     ),
     -- A copy seen only in includes.tweets (a reply carries its parent, a quote the quoted Post) is
     -- a metrics refresh: it replaces a stored row at most once per INCLUDED_REFRESH, or a viral
@@ -114,8 +115,9 @@ export async function storeBatch(
         WHERE s.id = i.id AND s.observed_at >= i.observed_at - ${INCLUDED_REFRESH}::interval)
     ),
     u_in AS (
-      SELECT * FROM jsonb_to_recordset(${users}::jsonb) AS x(
-        id bigint, name text, username text, raw jsonb, observed_at timestamptz)
+      SELECT (r->>'id')::bigint AS id, r->>'name' AS name, r->>'username' AS username,
+        r AS raw, o AS observed_at
+      FROM jsonb_to_recordset(${users}::jsonb) AS x(r jsonb, o timestamptz)
     ),
     u_old AS (
       SELECT u.id, u.name, u.username FROM users u WHERE u.id IN (SELECT id FROM u_in)
