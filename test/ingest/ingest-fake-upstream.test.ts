@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { addRules, createApp, deleteRules, getBackfill, listUpstreamRules } from '@threadline/db'
 import { createTestEnv, generateConversation, waitFor, type TestEnv } from '@threadline/testing'
+import { BackfillRunner, UpstreamClient } from '@threadline/ingest'
 import { FakeUpstream } from './fake-upstream.js'
 import { conversationRow, fastOptions, startIngest, startWriter, storedIds } from './harness.js'
 
@@ -291,5 +292,36 @@ describe('ingest against a fake upstream', () => {
     expect(await storedIds(env, conv.rootId)).toEqual([...conv.ids].sort())
     expect((await conversationRow(env, conv.rootId))?.post_count).toBe(30)
     await second.ingest.close()
+  })
+
+  it('hands a page on under the same page id when it is retried, so its add reuses one job', async () => {
+    const conv = generateConversation({ size: 12, seed: 17, startMs: Date.UTC(2026, 9, 4) })
+    const fake = await fakeUpstream((f) => f.addHistory(conv.lines))
+    const handed: string[] = []
+    let failOnce = true
+    const runner = new BackfillRunner({
+      db: env.db,
+      upstream: new UpstreamClient({ baseUrl: fake.url }),
+      logger: env.logger,
+      options: { search: 'recent', concurrency: 1, rateLimitBackoffMs: 10, maxWaitMs: 100 },
+      sink: (_line, _source, pageId) => {
+        handed.push(pageId)
+        // The add of the second page fails (say Redis went away after the payload was written).
+        if (handed.length === 3 && failOnce) {
+          failOnce = false
+          return Promise.reject(new Error('add failed'))
+        }
+        return Promise.resolve()
+      },
+    })
+    const signal = new AbortController().signal
+    await expect(runner.run(conv.rootId, signal)).rejects.toThrow('add failed')
+    expect(await runner.run(conv.rootId, signal)).toBe('done')
+    // root, page 0, page 1 (failed), then page 1 again under the same id, and page 2 (12 Posts
+    // in pages of 5): each page its own id.
+    expect(handed).toHaveLength(5)
+    expect(handed[3]).toBe(handed[2])
+    expect(new Set(handed).size).toBe(4)
+    for (const id of handed) expect(id).toMatch(new RegExp(`^bf-${conv.rootId}-\\d+-(root|\\d+)$`))
   })
 })

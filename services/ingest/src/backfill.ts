@@ -27,8 +27,13 @@ export interface BackfillOptions {
 /** Job ids are never all digits and never contain `:` (BullMQ). */
 export const backfillJobId = (conversationId: string) => `conv-${conversationId}`
 
-/** Posts a page on to the `posts` queue; awaiting it is the backpressure. */
-export type PageSink = (line: string, source: string) => Promise<void>
+/**
+ * Posts a page on to the `posts` queue; awaiting it is the backpressure. `pageId` names the page
+ * within its backfill and is the same when the page is handed on again after an interruption (the
+ * root, or the page count stored before it), so a retried add reuses one job and one payload key
+ * instead of leaving the first attempt's payload behind. Never all digits, never a `:` (BullMQ).
+ */
+export type PageSink = (line: string, source: string, pageId: string) => Promise<void>
 
 export interface BackfillDeps {
   db: Db
@@ -113,6 +118,10 @@ export class BackfillRunner {
     }
     if (!row || row.status === 'done' || row.status === 'failed') return 'skipped'
     await updateBackfill(db, conversationId, { kind: 'running' })
+    // The row's creation time tells one backfill of this conversation from a later one.
+    // (A Date at run time: Generated<Timestamp> leaves the column type unwrapped for the compiler.)
+    const run = (row.created_at as unknown as Date).getTime()
+    const pageId = (page: string) => `bf-${conversationId}-${run}-${page}`
     try {
       if (!row.root_fetched) {
         const root = await this.call(
@@ -120,12 +129,13 @@ export class BackfillRunner {
           () => upstream.lookup([conversationId], signal),
           signal,
         )
-        if (root.resultCount > 0) await sink(root.body, 'backfill')
+        if (root.resultCount > 0) await sink(root.body, 'backfill', pageId('root'))
         await updateBackfill(db, conversationId, { kind: 'root', posts: root.resultCount })
       }
       // pages > 0 with no token means the last page was handed on before an interruption.
       let token = row.next_token ?? undefined
       let more = row.pages === 0 || token !== undefined
+      let pages = row.pages
       if (token) this.log.info({ conversationId, pages: row.pages }, 'resuming backfill')
       while (more) {
         const page = await this.call(
@@ -133,7 +143,8 @@ export class BackfillRunner {
           () => upstream.search(options.search, `conversation_id:${conversationId}`, token, signal),
           signal,
         )
-        if (page.resultCount > 0) await sink(page.body, 'backfill')
+        if (page.resultCount > 0) await sink(page.body, 'backfill', pageId(String(pages)))
+        pages += 1
         token = page.nextToken
         await updateBackfill(db, conversationId, {
           kind: 'page',

@@ -99,8 +99,13 @@ export function createIngest(deps: IngestDeps): Ingest {
   const backfillQueue = createBackfillQueue({ db, redis, prefix, logger: deps.logger })
   // The Batcher retries a batch with the same array: the same id then names its payload and job.
   const batchIds = new WeakMap<object, string>()
-  const addPosts = async (lines: (string | Buffer)[], observedAt: string, source: string) => {
-    let id = batchIds.get(lines)
+  const addPosts = async (
+    lines: (string | Buffer)[],
+    observedAt: string,
+    source: string,
+    given?: string,
+  ) => {
+    let id = given ?? batchIds.get(lines)
     if (id === undefined) batchIds.set(lines, (id = randomUUID()))
     await addPostsBatch(postsQueue, redis, prefix, { id, source, observed_at: observedAt, lines })
     counters.batches += 1
@@ -115,9 +120,9 @@ export function createIngest(deps: IngestDeps): Ingest {
           redis: deps.workerRedis,
           prefix,
           logger: deps.logger,
-          sink: (line, source) => {
+          sink: (line, source, pageId) => {
             metrics?.backfillPage()
-            return addPosts([line], new Date().toISOString(), source)
+            return addPosts([line], new Date().toISOString(), source, pageId)
           },
           options: {
             search: options.search,
