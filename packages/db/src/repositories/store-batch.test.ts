@@ -3,6 +3,12 @@ import fc from 'fast-check'
 import { normalizeLines, wireJson } from '@threadline/domain'
 import { postsParam, usersParam } from './store-batch.js'
 
+/** A jsonb parameter in binary form: version 1, then the text. */
+function jsonbText(param: Buffer): string {
+  expect(param[0]).toBe(1)
+  return param.subarray(1).toString('utf8')
+}
+
 const T = '2026-11-21T00:00:00.000Z'
 
 describe('storeBatch parameters', () => {
@@ -32,7 +38,7 @@ describe('storeBatch parameters', () => {
           })
           const batch = normalizeLines([line], T)
           const plain = <T>(v: T): T => JSON.parse(JSON.stringify(v)) as T
-          expect(JSON.parse(postsParam(batch.posts))).toEqual(
+          expect(JSON.parse(jsonbText(postsParam(batch.posts)))).toEqual(
             batch.posts.map((p) => ({
               r: plain(p.raw),
               t: p.search_terms,
@@ -42,7 +48,7 @@ describe('storeBatch parameters', () => {
               i: p.included,
             })),
           )
-          expect(JSON.parse(usersParam(batch.users))).toEqual(
+          expect(JSON.parse(jsonbText(usersParam(batch.users)))).toEqual(
             batch.users.map((u) => ({ r: plain(u.raw), o: u.observed_at })),
           )
         },
@@ -57,6 +63,6 @@ describe('storeBatch parameters', () => {
     ).posts
     const text = wireJson(post!.raw)
     expect(wireJson(post!.raw)).toBe(text)
-    expect(postsParam([post!])).toContain(`"r":${text}`)
+    expect(jsonbText(postsParam([post!]))).toContain(`"r":${text}`)
   })
 })

@@ -29,26 +29,41 @@ export interface StoreResult {
  * Keys: `r` raw, `t` search_terms, `c` created_at (normalized, or from the id when `raw` has none),
  * `p` in_reply_to_post_id (omitted when null), `o` observed_at, `i` included.
  */
-export function postsParam(rows: readonly PostRow[]): string {
-  const parts = new Array<string>(rows.length)
-  for (let i = 0; i < rows.length; i++) {
-    const p = rows[i]!
+export function postsParam(rows: readonly PostRow[]): Buffer {
+  return jsonbArray(rows, (p) => {
     const parent = p.in_reply_to_post_id === null ? '' : `"p":"${p.in_reply_to_post_id}",`
-    parts[i] =
+    return (
       `{"r":${wireJson(p.raw)},"t":${JSON.stringify(p.search_terms)},"c":"${p.created_at}",` +
       `${parent}"o":${JSON.stringify(p.observed_at)},"i":${p.included}}`
-  }
-  return `[${parts.join(',')}]`
+    )
+  })
 }
 
 /** Users as the statement expands them: `r` raw (id, name and username are read out of it), `o` observed_at. */
-export function usersParam(rows: readonly UserRow[]): string {
-  const parts = new Array<string>(rows.length)
-  for (let i = 0; i < rows.length; i++) {
-    const u = rows[i]!
-    parts[i] = `{"r":${wireJson(u.raw)},"o":${JSON.stringify(u.observed_at)}}`
+export function usersParam(rows: readonly UserRow[]): Buffer {
+  return jsonbArray(rows, (u) => `{"r":${wireJson(u.raw)},"o":${JSON.stringify(u.observed_at)}}`)
+}
+
+/** jsonb's binary input format: a version byte, then the JSON text. */
+const JSONB_VERSION = 1
+const OPEN = Buffer.from([JSONB_VERSION, 0x5b]) // version, [
+const COMMA = Buffer.from(',')
+const CLOSE = Buffer.from(']')
+
+/**
+ * A JSON array as a jsonb parameter in binary form, built from each item's bytes. node-pg sends a
+ * Buffer as it is, where it measures and encodes a string whole; and one non-ASCII Post makes a
+ * joined string two-byte throughout, so every ASCII Post beside it cost that slower path too. Half
+ * the writer's time spent making and encoding the parameter, for the same text.
+ */
+export function jsonbArray<T>(items: readonly T[], json: (item: T) => string): Buffer {
+  const parts: Buffer[] = [OPEN]
+  for (let i = 0; i < items.length; i++) {
+    if (i > 0) parts.push(COMMA)
+    parts.push(Buffer.from(json(items[i]!), 'utf8'))
   }
-  return `[${parts.join(',')}]`
+  parts.push(CLOSE)
+  return Buffer.concat(parts)
 }
 
 /**
