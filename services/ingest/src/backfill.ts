@@ -119,8 +119,7 @@ export class BackfillRunner {
     if (!row || row.status === 'done' || row.status === 'failed') return 'skipped'
     await updateBackfill(db, conversationId, { kind: 'running' })
     // The row's creation time tells one backfill of this conversation from a later one.
-    // (A Date at run time: Generated<Timestamp> leaves the column type unwrapped for the compiler.)
-    const run = (row.created_at as unknown as Date).getTime()
+    const run = row.created_at.getTime()
     const pageId = (page: string) => `bf-${conversationId}-${run}-${page}`
     try {
       if (!row.root_fetched) {

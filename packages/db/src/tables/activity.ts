@@ -1,5 +1,5 @@
 import type { Generated, GeneratedAlways, Selectable } from 'kysely'
-import type { Int8, Timestamp } from './columns.js'
+import type { Int8, Timestamp, GeneratedTimestamp } from './columns.js'
 
 export interface WebhooksTable {
   id: Int8
@@ -8,7 +8,7 @@ export interface WebhooksTable {
   valid: Generated<boolean>
   /** Consecutive failed CRC checks; past a bound the webhook is marked invalid. */
   crc_failures: Generated<number>
-  crc_checked_at: Generated<Timestamp>
+  crc_checked_at: GeneratedTimestamp
   /** The sequence number the next queued event gets (per-webhook order). */
   next_seq: Generated<string>
   /** Consecutive failed deliveries of the event at the head of the webhook's queue. */
@@ -18,8 +18,8 @@ export interface WebhooksTable {
   /** A sender holds the webhook until this time: one delivery in flight per webhook. */
   lease_until: Timestamp | null
   last_error: string | null
-  created_at: Generated<Timestamp>
-  updated_at: Generated<Timestamp>
+  created_at: GeneratedTimestamp
+  updated_at: GeneratedTimestamp
 }
 export type Webhook = Selectable<WebhooksTable>
 
@@ -31,14 +31,14 @@ export interface ActivitySubscriptionsTable {
   filter_keyword: string | null
   tag: string | null
   webhook_id: Int8 | null
-  created_at: Generated<Timestamp>
-  updated_at: Generated<Timestamp>
+  created_at: GeneratedTimestamp
+  updated_at: GeneratedTimestamp
 }
 export type ActivitySubscription = Selectable<ActivitySubscriptionsTable>
 
 export interface ActivitySourcesTable {
   key: string
-  created_at: Generated<Timestamp>
+  created_at: GeneratedTimestamp
 }
 
 export interface WebhookDeliveriesTable {
@@ -51,7 +51,7 @@ export interface WebhookDeliveriesTable {
   /** The exact bytes POSTed (and signed). */
   body: string
   attempts: Generated<number>
-  created_at: Generated<Timestamp>
+  created_at: GeneratedTimestamp
 }
 export type WebhookDelivery = Selectable<WebhookDeliveriesTable>
 
@@ -66,7 +66,7 @@ export interface WebhookFailuresTable {
   body: string
   attempts: number
   reason: string
-  created_at: Generated<Timestamp>
+  created_at: GeneratedTimestamp
   replayed_at: Timestamp | null
 }
 export type WebhookFailure = Selectable<WebhookFailuresTable>

@@ -1,5 +1,5 @@
 import type { Generated, Selectable } from 'kysely'
-import type { Int8, Timestamp } from './columns.js'
+import type { Int8, Timestamp, GeneratedTimestamp } from './columns.js'
 
 /** The thread table: one row per conversation, counters kept by the writer. */
 export interface ConversationsTable {
@@ -10,6 +10,6 @@ export interface ConversationsTable {
   reply_count: Generated<number>
   first_created_at: Timestamp
   last_created_at: Timestamp
-  updated_at: Generated<Timestamp>
+  updated_at: GeneratedTimestamp
 }
 export type Conversation = Selectable<ConversationsTable>

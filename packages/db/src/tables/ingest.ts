@@ -1,12 +1,12 @@
-import type { Generated, GeneratedAlways, Selectable } from 'kysely'
-import type { Json, Timestamp } from './columns.js'
+import type { GeneratedAlways, Selectable } from 'kysely'
+import type { Json, GeneratedTimestamp } from './columns.js'
 
 export interface IngestRejectsTable {
   id: GeneratedAlways<string>
   source: string
   reason: string
   raw: string
-  created_at: Generated<Timestamp>
+  created_at: GeneratedTimestamp
 }
 export type IngestReject = Selectable<IngestRejectsTable>
 
@@ -23,5 +23,5 @@ export interface OutboxPayload {
 export interface OutboxTable {
   id: GeneratedAlways<string>
   payload: Json<OutboxPayload>
-  created_at: Generated<Timestamp>
+  created_at: GeneratedTimestamp
 }

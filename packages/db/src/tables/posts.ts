@@ -1,6 +1,6 @@
 import type { Generated, Insertable, Selectable } from 'kysely'
 import type { WirePost } from '@threadline/domain'
-import type { Int8, Json, Timestamp } from './columns.js'
+import type { Int8, Json, Timestamp, GeneratedTimestamp } from './columns.js'
 
 export interface PostsTable {
   id: Int8
@@ -23,8 +23,8 @@ export interface PostsTable {
   raw: Json<WirePost>
   /** When the upstream gave this copy; an older copy never replaces a newer one. */
   observed_at: Timestamp
-  stored_at: Generated<Timestamp>
-  updated_at: Generated<Timestamp>
+  stored_at: GeneratedTimestamp
+  updated_at: GeneratedTimestamp
 }
 export type Post = Selectable<PostsTable>
 export type NewPost = Insertable<PostsTable>

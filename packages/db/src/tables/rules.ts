@@ -1,12 +1,12 @@
 import type { Generated, Selectable } from 'kysely'
-import type { Int8, Timestamp } from './columns.js'
+import type { Int8, GeneratedTimestamp } from './columns.js'
 
 export interface StreamRulesTable {
   id: Int8
   app_id: Int8
   value: string
   tag: string | null
-  created_at: Generated<Timestamp>
+  created_at: GeneratedTimestamp
 }
 export type StreamRule = Selectable<StreamRulesTable>
 
@@ -17,7 +17,7 @@ export interface UpstreamRulesTable {
   status: Generated<'pending' | 'active' | 'rejected'>
   /** Why the upstream rejected the value; a rejected value is not retried until it changes. */
   reason: string | null
-  updated_at: Generated<Timestamp>
+  updated_at: GeneratedTimestamp
 }
 export type UpstreamRule = Selectable<UpstreamRulesTable>
 
@@ -29,7 +29,7 @@ export interface BackfillsTable {
   posts: Generated<number>
   root_fetched: Generated<boolean>
   error: string | null
-  created_at: Generated<Timestamp>
-  updated_at: Generated<Timestamp>
+  created_at: GeneratedTimestamp
+  updated_at: GeneratedTimestamp
 }
 export type Backfill = Selectable<BackfillsTable>

@@ -1,6 +1,6 @@
-import type { Generated, Selectable } from 'kysely'
+import type { Selectable } from 'kysely'
 import type { WireUser } from '@threadline/domain'
-import type { Int8, Json, Timestamp } from './columns.js'
+import type { Int8, Json, Timestamp, GeneratedTimestamp } from './columns.js'
 
 export interface UsersTable {
   id: Int8
@@ -8,6 +8,6 @@ export interface UsersTable {
   username: string
   raw: Json<WireUser>
   observed_at: Timestamp
-  updated_at: Generated<Timestamp>
+  updated_at: GeneratedTimestamp
 }
 export type User = Selectable<UsersTable>
