@@ -53,8 +53,8 @@ const CLOSE = Buffer.from(']')
 /**
  * A JSON array as a jsonb parameter in binary form, built from each item's bytes. node-pg sends a
  * Buffer as it is, where it measures and encodes a string whole; and one non-ASCII Post makes a
- * joined string two-byte throughout, so every ASCII Post beside it cost that slower path too. Half
- * the writer's time spent making and encoding the parameter, for the same text.
+ * joined string two-byte throughout, so every ASCII Post beside it took that slower path too. Built
+ * this way, making and encoding the parameter takes the writer half the time, for the same text.
  */
 export function jsonbArray<T>(items: readonly T[], json: (item: T) => string): Buffer {
   const parts: Buffer[] = [OPEN]
