@@ -201,4 +201,22 @@ describe('writer under faults', () => {
     )
     expect(after).toBe(before)
   })
+
+  it('deletes a payload whose job never came, and stores the batches that have one', async () => {
+    const prefix = `${env.prefix}:orphan`
+    const { jobs } = await queueConversations(prefix, 1, 100, 50)
+    // What a process that died between writing a payload and adding its job leaves.
+    const orphan = postsPayloadKey(prefix, 'never-added')
+    await env.redis.set(orphan, '{"data":{"id":"1","text":"lost add"}}')
+    const queue = createQueue('posts', { connection: env.redis, prefix, logger: env.logger })
+    env.defer(() => queue.close())
+    await startTestWriter(
+      { ...env, prefix },
+      { options: { payloadSweepMs: 100, payloadMinIdleSeconds: 0 } },
+    )
+    await waitFor('the orphan payload deleted', async () => (await env.redis.exists(orphan)) === 0)
+    await waitFor('every batch stored', async () => (await queue.getCompletedCount()) === jobs)
+    expect(await queue.getFailedCount()).toBe(0)
+    expect(await env.redis.keys(postsPayloadKey(prefix, '*'))).toEqual([])
+  })
 })

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createTestEnv, type TestEnv } from '@threadline/testing'
 import {
   addPostsBatch,
+  createPayloadSweeper,
   dropPostsPayload,
   INLINE_PAYLOAD_CHARS,
   loadPostsLines,
@@ -145,5 +146,52 @@ describe('posts payloads', () => {
     ).toBe(false)
     expect(postsJobSchema.safeParse(base).success).toBe(false)
     expect(postsJobSchema.safeParse({ ...base, payload: 'k', count: 0 }).success).toBe(false)
+  })
+
+  it('sweeps a payload that has had no job for two passes, and keeps every payload with a job', async () => {
+    const prefix = `${env.prefix}:sweep`
+    const queue = createQueue<PostsJob>('posts', {
+      connection: env.redis,
+      prefix,
+      logger: env.logger,
+    })
+    try {
+      const lines = Array.from(
+        { length: 100 },
+        (_, i) => `{"data":{"id":"${i + 1}","text":"${'x'.repeat(200)}"}}`,
+      )
+      const batch = (id: string) => ({ id, source: 'test', observed_at: observedAt, lines })
+      await addPostsBatch(queue, env.redis, prefix, batch('with-job'))
+      // Payloads whose add never came (the process died between the two writes).
+      const orphan = postsPayloadKey(prefix, 'orphan')
+      const late = postsPayloadKey(prefix, 'late')
+      const rescued = postsPayloadKey(prefix, 'rescued')
+      await env.redis.set(orphan, lines.join('\r\n'))
+      await env.redis.set(rescued, lines.join('\r\n'))
+      const sweeper = createPayloadSweeper(queue, env.redis, prefix, 0)
+
+      expect(await sweeper.sweep()).toBe(0) // first sight: suspects only
+      await env.redis.set(late, 'x')
+      // A retried add of `rescued` comes through between the passes: its job now exists.
+      await addPostsBatch(queue, env.redis, prefix, batch('rescued'))
+      expect(await sweeper.sweep()).toBe(1)
+      expect(await env.redis.exists(orphan)).toBe(0)
+      expect(await env.redis.exists(rescued)).toBe(1)
+      expect(await env.redis.exists(late)).toBe(1) // seen once so far
+      expect(await sweeper.sweep()).toBe(1)
+      expect(await env.redis.exists(late)).toBe(0)
+      expect(await env.redis.exists(postsPayloadKey(prefix, 'with-job'))).toBe(1)
+      expect(await env.redis.exists(rescued)).toBe(1)
+
+      // A payload written within minIdleSeconds is never deleted (an add may be under way).
+      const fresh = postsPayloadKey(prefix, 'fresh')
+      await env.redis.set(fresh, 'x')
+      const patient = createPayloadSweeper(queue, env.redis, prefix, 3_600)
+      expect(await patient.sweep()).toBe(0)
+      expect(await patient.sweep()).toBe(0)
+      expect(await env.redis.exists(fresh)).toBe(1)
+    } finally {
+      await queue.close()
+    }
   })
 })

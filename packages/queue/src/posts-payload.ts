@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import type { Job, Queue } from 'bullmq'
-import type { Redis } from './connection.js'
+import { isCluster, type Redis } from './connection.js'
 import type { PostsJob } from './queues.js'
 
 /**
@@ -124,4 +124,70 @@ export function splitLines(buffer: Buffer): string[] {
 /** Deletes a committed job's payload (nothing for an inline one). */
 export async function dropPostsPayload(redis: Redis, job: PostsJob): Promise<void> {
   if (job.payload !== undefined) await redis.del(job.payload)
+}
+
+export interface PayloadSweeper {
+  /** One pass; resolves to the number of payloads deleted. */
+  sweep(): Promise<number>
+}
+
+/**
+ * Deletes a payload only if nothing wrote or read it for ARGV[1] seconds: a batch being added
+ * writes its payload (again, on a retry) just before its job, so a payload in the middle of an add
+ * is never idle. Where idle time is not kept (an LFU eviction policy), nothing is deleted.
+ */
+const UNLINK_IDLE = `
+local ok, idle = pcall(redis.call, 'OBJECT', 'IDLETIME', KEYS[1])
+if not ok or not idle or idle < tonumber(ARGV[1]) then return 0 end
+return redis.call('UNLINK', KEYS[1])`
+
+type Sweeping = Redis & {
+  threadlineUnlinkIdle(key: string, minIdleSeconds: number): Promise<number>
+}
+
+/**
+ * Deletes payloads that no job will ever read. A payload is written before its job is added, so a
+ * process that dies between the two, or an add that fails for good, leaves one behind (a whole
+ * batch of Redis memory); so does a writer whose delete after commit failed, once its completed
+ * job is trimmed. Each pass lists the payload keys whose job does not exist (BullMQ keeps a job,
+ * waiting, active, delayed, completed or failed, under the payload's id). A key listed by the
+ * previous pass, still without a job and idle for `minIdleSeconds`, is deleted: passes are minutes
+ * apart, and the idle check covers an add that starts between the check and the delete.
+ */
+export function createPayloadSweeper(
+  queue: Queue<PostsJob>,
+  redis: Redis,
+  prefix: string,
+  minIdleSeconds = 60,
+): PayloadSweeper {
+  const head = postsPayloadKey(prefix, '')
+  const client = redis as Sweeping
+  let suspects = new Set<string>()
+  return {
+    async sweep() {
+      if (typeof client.threadlineUnlinkIdle !== 'function') {
+        client.defineCommand('threadlineUnlinkIdle', { numberOfKeys: 1, lua: UNLINK_IDLE })
+      }
+      const found = new Set<string>()
+      for (const server of isCluster(redis) ? redis.nodes('master') : [redis]) {
+        let cursor = '0'
+        do {
+          const [next, keys] = await server.scan(cursor, 'MATCH', `${head}*`, 'COUNT', 1000)
+          for (const key of keys) {
+            if (!(await queue.getJob(key.slice(head.length)))) found.add(key)
+          }
+          cursor = next
+        } while (cursor !== '0')
+      }
+      let deleted = 0
+      for (const key of found) {
+        if (!suspects.has(key)) continue
+        const gone = await client.threadlineUnlinkIdle(key, minIdleSeconds)
+        deleted += gone
+        if (gone) found.delete(key)
+      }
+      suspects = found
+      return deleted
+    },
+  }
 }

@@ -13,6 +13,8 @@ import type { WriterMetrics } from '@threadline/metrics'
 import {
   closeRedis,
   createActivityQueue,
+  createPayloadSweeper,
+  createQueue,
   createWorker,
   dropPostsPayload,
   enqueueActivity,
@@ -38,6 +40,10 @@ export interface WriterOptions {
   shutdownTimeoutMs: number
   /** How often the relay looks for outbox rows nobody relayed (a writer that died after commit). */
   relayIntervalMs?: number
+  /** How often to look for `posts` payloads no job will read (see createPayloadSweeper); off if unset. */
+  payloadSweepMs?: number
+  /** How long such a payload must have been idle before it is deleted (default 60 s). */
+  payloadMinIdleSeconds?: number
 }
 
 export interface WriterDeps {
@@ -278,6 +284,29 @@ export function createWriter(deps: WriterDeps): Writer {
     log.warn({ err, jobId: job?.id, attempts: job?.attemptsMade }, 'batch failed; will retry')
   })
 
+  // Payloads left behind by adds that never came (a process that died between payload and job).
+  const postsQueue = options.payloadSweepMs
+    ? createQueue<PostsJob>('posts', { connection: redis, prefix, logger: deps.logger })
+    : undefined
+  const sweeper =
+    postsQueue &&
+    createPayloadSweeper(postsQueue, redis, prefix, options.payloadMinIdleSeconds ?? 60)
+  let sweepTimer: NodeJS.Timeout | undefined
+  const sweepLater = () => {
+    if (!sweeper) return
+    sweepTimer = setTimeout(() => {
+      void sweeper
+        .sweep()
+        .then((n) => {
+          if (n > 0) log.info({ payloads: n }, 'deleted payloads no job will read')
+        })
+        .catch((err: unknown) => log.warn({ err }, 'payload sweep failed; next pass will retry'))
+        .finally(() => {
+          if (sweepTimer) sweepLater()
+        })
+    }, options.payloadSweepMs)
+  }
+
   let timer: NodeJS.Timeout | undefined
   const tick = () => {
     timer = setTimeout(() => {
@@ -295,11 +324,14 @@ export function createWriter(deps: WriterDeps): Writer {
       void worker.run().catch((err: unknown) => log.error({ err }, 'worker stopped'))
       await worker.waitUntilReady()
       tick()
+      sweepLater()
       log.info({ concurrency: options.concurrency }, 'writer started')
     },
     close: once(async () => {
       clearTimeout(timer)
       timer = undefined
+      clearTimeout(sweepTimer)
+      sweepTimer = undefined
       try {
         // Finish the jobs in hand; past the deadline, let go of them (their locks lapse and another
         // worker takes them as stalled: nothing is lost, only repeated).
@@ -310,6 +342,7 @@ export function createWriter(deps: WriterDeps): Writer {
       }
       await relaySafely()
       await activity.close()
+      await postsQueue?.close()
       await closeRedis(redis)
       await db.destroy()
       log.info('writer closed')
