@@ -241,6 +241,9 @@ export const envSchema = z.object({
   REDIS_CLUSTER_NODES: clusterNodes,
   /** A streaming replica the API reads Posts from (lookup, search, counts); unset → DATABASE_URL. */
   DATABASE_READ_URL: url(undefined, ['postgres:', 'postgresql:']),
+  // --- the test suites ---
+  /** X's OpenAPI document, which response-shape tests validate against; unset → found beside the checkout. */
+  X_OPENAPI_PATH: optionalStr,
 })
 
 export type Config = z.output<typeof envSchema>

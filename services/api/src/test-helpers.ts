@@ -4,6 +4,7 @@ import { dirname, isAbsolute, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { Ajv, type ValidateFunction } from 'ajv'
 import addFormatsModule from 'ajv-formats'
+import { loadConfig } from '@threadline/config'
 import { normalizeLines } from '@threadline/domain'
 import { createApp, storeBatch, type Db } from '@threadline/db'
 import type { TestEnv } from '@threadline/testing'
@@ -21,7 +22,8 @@ const DOC = join('shared', 'x-api-v2-openapi.json')
  */
 function openApiPath(): { path: string; tried: string[] } {
   const tried: string[] = []
-  if (process.env.X_OPENAPI_PATH) tried.push(process.env.X_OPENAPI_PATH)
+  const given = loadConfig().X_OPENAPI_PATH
+  if (given) tried.push(given)
   tried.push(join(REPO_ROOT, '..', DOC))
   try {
     const origin = execFileSync('git', ['config', '--get', 'remote.origin.url'], {
