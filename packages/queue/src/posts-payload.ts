@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto'
 import type { Job, Queue } from 'bullmq'
 import { isCluster, type Redis } from './connection.js'
 import type { PostsJob } from './queues.js'
+import { scriptCommand } from './script.js'
 
 /**
  * Large `posts` batches travel beside their job, not inside it (a claim check).
@@ -141,10 +142,6 @@ local ok, idle = pcall(redis.call, 'OBJECT', 'IDLETIME', KEYS[1])
 if not ok or not idle or idle < tonumber(ARGV[1]) then return 0 end
 return redis.call('UNLINK', KEYS[1])`
 
-type Sweeping = Redis & {
-  threadlineUnlinkIdle(key: string, minIdleSeconds: number): Promise<number>
-}
-
 /**
  * Deletes payloads that no job will ever read. A payload is written before its job is added, so a
  * process that dies between the two, or an add that fails for good, leaves one behind (a whole
@@ -161,13 +158,10 @@ export function createPayloadSweeper(
   minIdleSeconds = 60,
 ): PayloadSweeper {
   const head = postsPayloadKey(prefix, '')
-  const client = redis as Sweeping
   let suspects = new Set<string>()
   return {
     async sweep() {
-      if (typeof client.threadlineUnlinkIdle !== 'function') {
-        client.defineCommand('threadlineUnlinkIdle', { numberOfKeys: 1, lua: UNLINK_IDLE })
-      }
+      const unlinkIdle = scriptCommand<number>(redis, 'threadlineUnlinkIdle', UNLINK_IDLE)
       const found = new Set<string>()
       for (const server of isCluster(redis) ? redis.nodes('master') : [redis]) {
         let cursor = '0'
@@ -182,7 +176,7 @@ export function createPayloadSweeper(
       let deleted = 0
       for (const key of found) {
         if (!suspects.has(key)) continue
-        const gone = await client.threadlineUnlinkIdle(key, minIdleSeconds)
+        const gone = await unlinkIdle(key, String(minIdleSeconds))
         deleted += gone
         if (gone) found.delete(key)
       }

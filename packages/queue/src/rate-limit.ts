@@ -1,4 +1,5 @@
 import type { Redis } from './connection.js'
+import { scriptCommand } from './script.js'
 
 export interface RateLimitResult {
   limit: number
@@ -16,10 +17,6 @@ const SCRIPT = `
 local n = redis.call('INCRBY', KEYS[1], ARGV[2])
 if n == tonumber(ARGV[2]) then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
 return n`
-
-type Limited = Redis & {
-  threadlineRateLimit(key: string, ttlMs: string, by: string): Promise<number>
-}
 
 interface WindowState {
   start: number
@@ -51,20 +48,12 @@ export function createRateLimiter(
   redis: Redis,
   { prefix, windowMs = 15 * 60_000 }: { prefix: string; windowMs?: number },
 ) {
-  const client = redis as Limited
-  if (typeof client.threadlineRateLimit !== 'function') {
-    client.defineCommand('threadlineRateLimit', { numberOfKeys: 1, lua: SCRIPT })
-  }
+  const rateLimit = scriptCommand<number>(redis, 'threadlineRateLimit', SCRIPT)
   const states = new Map<string, WindowState>()
   let onError: (err: unknown) => void = () => undefined
 
   const send = (key: string, state: WindowState, end: number, now: number, by: number) =>
-    client
-      .threadlineRateLimit(
-        `${prefix}:rl:${key}:${state.start}`,
-        String(end - now + 1_000),
-        String(by),
-      )
+    rateLimit(`${prefix}:rl:${key}:${state.start}`, String(end - now + 1_000), String(by))
       .then((count) => {
         state.known = Math.max(state.known, count)
         return count

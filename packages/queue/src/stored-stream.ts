@@ -1,4 +1,5 @@
 import type { Redis } from './connection.js'
+import { scriptCommand } from './script.js'
 
 /** The Redis Stream of what the writer newly stored (design.md §1, step 5). */
 export function storedStreamKey(prefix: string): string {
@@ -23,10 +24,6 @@ for i = 2, #ARGV, 3 do
 end
 return (#ARGV - 1) / 3`
 
-type Appending = Redis & {
-  threadlineAppendStored(key: string, minId: string, ...fields: string[]): Promise<number>
-}
-
 /** Entries per script call: bounds how long one call holds Redis (~3 ms per 500 Posts). */
 const APPEND_CHUNK = 500
 
@@ -41,15 +38,12 @@ export async function publishStored(
   retentionMs: number,
 ): Promise<void> {
   if (entries.length === 0) return
-  const client = redis as Appending
-  if (typeof client.threadlineAppendStored !== 'function') {
-    client.defineCommand('threadlineAppendStored', { numberOfKeys: 1, lua: APPEND })
-  }
+  const append = scriptCommand<number>(redis, 'threadlineAppendStored', APPEND)
   const key = storedStreamKey(prefix)
   const minId = `${Date.now() - retentionMs}-0`
   for (let start = 0; start < entries.length; start += APPEND_CHUNK) {
     const fields: string[] = []
     for (const e of entries.slice(start, start + APPEND_CHUNK)) fields.push(e.type, e.id, e.body)
-    await client.threadlineAppendStored(key, minId, ...fields)
+    await append(key, minId, ...fields)
   }
 }
