@@ -27,6 +27,40 @@ export async function withDeadline<T>(ms: number, what: string, fn: () => Promis
   }
 }
 
+export interface Repeating {
+  /** No further run starts (one under way finishes on its own). */
+  stop(): void
+}
+
+/**
+ * Runs `task` every `ms`, counted from the end of the previous run (never two at once), until
+ * stop(). A rejection goes to `onError` and the next run comes all the same.
+ */
+export function repeatEvery(
+  ms: number,
+  task: () => Promise<unknown>,
+  onError: (err: unknown) => void,
+): Repeating {
+  let timer: NodeJS.Timeout | undefined
+  let stopped = false
+  const next = () => {
+    timer = setTimeout(() => {
+      void task()
+        .catch(onError)
+        .finally(() => {
+          if (!stopped) next()
+        })
+    }, ms)
+  }
+  next()
+  return {
+    stop() {
+      stopped = true
+      clearTimeout(timer)
+    },
+  }
+}
+
 /**
  * Starts the services, then on SIGTERM/SIGINT closes them in reverse order under a deadline. No
  * process.exit on the normal path: resources are released and the event loop drains. A watchdog

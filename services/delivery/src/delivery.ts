@@ -43,7 +43,7 @@ import {
   type Redis,
   type WebhooksJob,
 } from '@threadline/queue'
-import { once, withDeadline, type Service } from '@threadline/runtime'
+import { once, repeatEvery, withDeadline, type Repeating, type Service } from '@threadline/runtime'
 
 export interface DeliveryOptions {
   /** `activity` jobs at once. */
@@ -312,16 +312,7 @@ export function createDelivery(deps: DeliveryDeps): Delivery {
     await checkCrcs()
     if (sweeps % 100 === 1) await pruneActivitySources(db, 24 * 3_600_000)
   }
-  let timer: NodeJS.Timeout | undefined
-  const tick = () => {
-    timer = setTimeout(() => {
-      void sweep()
-        .catch((err: unknown) => log.warn({ err }, 'delivery sweep failed'))
-        .finally(() => {
-          if (timer) tick()
-        })
-    }, options.sweepMs)
-  }
+  let sweeping: Repeating | undefined
 
   return {
     sweep,
@@ -333,15 +324,16 @@ export function createDelivery(deps: DeliveryDeps): Delivery {
         .run()
         .catch((err: unknown) => log.error({ err }, 'webhooks worker stopped'))
       await Promise.all([activityWorker.waitUntilReady(), webhooksWorker.waitUntilReady()])
-      tick()
+      sweeping = repeatEvery(options.sweepMs, sweep, (err) =>
+        log.warn({ err }, 'delivery sweep failed'),
+      )
       log.info(
         { concurrency: options.concurrency, webhooks: options.webhookConcurrency },
         'delivery started',
       )
     },
     close: once(async () => {
-      clearTimeout(timer)
-      timer = undefined
+      sweeping?.stop()
       for (const w of [activityWorker, webhooksWorker]) {
         try {
           await withDeadline(options.shutdownTimeoutMs, 'worker.close', () => w.close())

@@ -27,7 +27,7 @@ import {
   type Redis,
   type StoredEntry,
 } from '@threadline/queue'
-import { once, withDeadline, type Service } from '@threadline/runtime'
+import { once, repeatEvery, withDeadline, type Repeating, type Service } from '@threadline/runtime'
 import { coalesced } from './coalesce.js'
 import { RecentlyStored } from './recent.js'
 
@@ -285,53 +285,46 @@ export function createWriter(deps: WriterDeps): Writer {
   })
 
   // Payloads left behind by adds that never came (a process that died between payload and job).
-  const postsQueue = options.payloadSweepMs
+  const sweepMs = options.payloadSweepMs
+  const postsQueue = sweepMs
     ? createQueue<PostsJob>('posts', { connection: redis, prefix, logger: deps.logger })
     : undefined
-  const sweeper =
-    postsQueue &&
-    createPayloadSweeper(postsQueue, redis, prefix, options.payloadMinIdleSeconds ?? 60)
-  let sweepTimer: NodeJS.Timeout | undefined
-  const sweepLater = () => {
-    if (!sweeper) return
-    sweepTimer = setTimeout(() => {
-      void sweeper
-        .sweep()
-        .then((n) => {
-          if (n > 0) log.info({ payloads: n }, 'deleted payloads no job will read')
-        })
-        .catch((err: unknown) => log.warn({ err }, 'payload sweep failed; next pass will retry'))
-        .finally(() => {
-          if (sweepTimer) sweepLater()
-        })
-    }, options.payloadSweepMs)
+  /** The periodic passes start() begins: the relay's and, when configured, the payload sweep's. */
+  const passes = (): Repeating[] => {
+    const relayPass = repeatEvery(
+      options.relayIntervalMs ?? 1_000,
+      () => relaySafely(RELAY_MIN_AGE_MS).then((rows) => metrics?.relayed(rows)),
+      (err) => log.warn({ err }, 'relay pass failed'),
+    )
+    if (!sweepMs || !postsQueue) return [relayPass]
+    const sweeper = createPayloadSweeper(
+      postsQueue,
+      redis,
+      prefix,
+      options.payloadMinIdleSeconds ?? 60,
+    )
+    const sweepPass = repeatEvery(
+      sweepMs,
+      async () => {
+        const n = await sweeper.sweep()
+        if (n > 0) log.info({ payloads: n }, 'deleted payloads no job will read')
+      },
+      (err) => log.warn({ err }, 'payload sweep failed; next pass will retry'),
+    )
+    return [relayPass, sweepPass]
   }
-
-  let timer: NodeJS.Timeout | undefined
-  const tick = () => {
-    timer = setTimeout(() => {
-      void relaySafely(RELAY_MIN_AGE_MS)
-        .then((rows) => metrics?.relayed(rows))
-        .finally(() => {
-          if (timer) tick()
-        })
-    }, options.relayIntervalMs ?? 1_000)
-  }
+  let running: Repeating[] = []
 
   return {
     relay: () => relay(),
     async start() {
       void worker.run().catch((err: unknown) => log.error({ err }, 'worker stopped'))
       await worker.waitUntilReady()
-      tick()
-      sweepLater()
+      running = passes()
       log.info({ concurrency: options.concurrency }, 'writer started')
     },
     close: once(async () => {
-      clearTimeout(timer)
-      timer = undefined
-      clearTimeout(sweepTimer)
-      sweepTimer = undefined
+      for (const pass of running) pass.stop()
       try {
         // Finish the jobs in hand; past the deadline, let go of them (their locks lapse and another
         // worker takes them as stalled: nothing is lost, only repeated).
