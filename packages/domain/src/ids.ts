@@ -1,9 +1,14 @@
 export const ID_PATTERN = /^[0-9]{1,19}$/
-const MAX_ID = 9223372036854775807n
+/** The largest signed 64-bit integer: among 19-digit strings, text order is numeric order. */
+const MAX_ID = '9223372036854775807'
 
 /** A Post, user or rule id: 1–19 decimal digits that fit a signed 64-bit integer. */
 export function isId(value: unknown): value is string {
-  return typeof value === 'string' && ID_PATTERN.test(value) && BigInt(value) <= MAX_ID
+  return (
+    typeof value === 'string' &&
+    ID_PATTERN.test(value) &&
+    (value.length < MAX_ID.length || value <= MAX_ID)
+  )
 }
 
 /** X snowflake epoch (2010-11-04T01:42:54.657Z), in milliseconds. */

@@ -1,7 +1,8 @@
+import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import { compareIds, isId, snowflakeAt, snowflakeTime } from './ids.js'
 import { normalizeLines } from './normalize.js'
-import { formatPostTime, formatSecondsTime, parseTime } from './time.js'
+import { formatPostTime, formatSecondsTime, parseTime, postTime } from './time.js'
 
 const T = '2026-11-21T00:00:00.000Z'
 const post = (id: string, extra: Record<string, unknown> = {}) => ({
@@ -21,6 +22,20 @@ describe('ids', () => {
     expect(isId('-1')).toBe(false)
     expect(isId(' 1')).toBe(false)
     expect(isId(1 as unknown)).toBe(false)
+    expect(isId('0000000000000000001')).toBe(true)
+    expect(isId('9999999999999999999')).toBe(false)
+  })
+  it('agrees with a BigInt bound on every 1-20 digit string', () => {
+    const max = 9223372036854775807n
+    fc.assert(
+      fc.property(fc.stringMatching(/^[0-9]{1,20}$/), (s) => {
+        expect(isId(s)).toBe(s.length <= 19 && BigInt(s) <= max)
+      }),
+      { numRuns: 2000 },
+    )
+    for (const s of ['9223372036854775806', '9223372036854775807', '9223372036854775808']) {
+      expect(isId(s)).toBe(BigInt(s) <= max)
+    }
   })
   it('reads the time out of a snowflake and back', () => {
     expect(snowflakeTime('1460323737035677698')?.toISOString()).toBe('2021-11-15T19:08:05.069Z')
@@ -51,6 +66,52 @@ describe('time formats', () => {
       5,
     ]) {
       expect(parseTime(bad)).toBeUndefined()
+    }
+  })
+  it("reads a Post's time as parseTime and formatPostTime do, on X's form and any other", () => {
+    const slow = (v: unknown) => {
+      const d = parseTime(v)
+      return d && formatPostTime(d)
+    }
+    const pad = (n: number, w: number) => String(n).padStart(w, '0')
+    // X's form, with every field in and out of range (Feb 29 of leap and common years, second 60,
+    // hour 24, month 13, day 0, years before 1970).
+    const xForm = fc
+      .tuple(
+        fc.integer({ min: 1900, max: 9999 }),
+        fc.integer({ min: 0, max: 13 }),
+        fc.integer({ min: 0, max: 32 }),
+        fc.integer({ min: 0, max: 24 }),
+        fc.integer({ min: 0, max: 60 }),
+        fc.integer({ min: 0, max: 61 }),
+        fc.integer({ min: 0, max: 999 }),
+      )
+      .map(
+        ([y, mo, d, h, mi, s, ms]) =>
+          `${pad(y, 4)}-${pad(mo, 2)}-${pad(d, 2)}T${pad(h, 2)}:${pad(mi, 2)}:${pad(s, 2)}.${pad(ms, 3)}Z`,
+      )
+    const other = fc.oneof(
+      fc.string({ maxLength: 30 }),
+      xForm.map((v) => v.replace('.', ',')),
+      xForm.map((v) => v.replace('Z', '+00:00')),
+      xForm.map((v) => v.slice(0, 19) + 'Z'),
+      xForm.map((v) => v.replace(/\d/, 'x')),
+    )
+    fc.assert(
+      fc.property(fc.oneof(xForm, other), (v) => {
+        expect(postTime(v)).toBe(slow(v))
+      }),
+      { numRuns: 5000 },
+    )
+    for (const v of [
+      '2024-02-29T00:00:00.000Z',
+      '2023-02-29T00:00:00.000Z',
+      '2000-02-29T23:59:59.999Z',
+      '1900-02-29T00:00:00.000Z',
+      '2026-11-20T10:00:60.000Z',
+      5,
+    ]) {
+      expect(postTime(v)).toBe(slow(v))
     }
   })
   it('formats Post times with milliseconds and others without', () => {
@@ -95,6 +156,17 @@ describe('normalizeLines', () => {
       { type: 'quoted', id: '11' },
     ])
     expect(reply!.raw).not.toHaveProperty('matching_rules')
+    expect(reply!.raw).toEqual(JSON.parse(line).data)
+  })
+
+  it('keeps only the type and id of a referenced_tweets item in raw, and the rest of raw as sent', () => {
+    const data = post('21', {
+      referenced_tweets: [{ type: 'quoted', id: '11', text: 'an inlined copy' }],
+      edit_history_tweet_ids: ['21'],
+    })
+    const [row] = normalizeLines([JSON.stringify({ data })], T).posts
+    expect(row!.raw).toEqual({ ...data, referenced_tweets: [{ type: 'quoted', id: '11' }] })
+    expect(data.referenced_tweets[0]).toHaveProperty('text')
   })
 
   it('reads search pages and twarc2 pages', () => {

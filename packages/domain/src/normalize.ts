@@ -1,5 +1,5 @@
 import { isId, snowflakeTime } from './ids.js'
-import { formatPostTime, parseTime } from './time.js'
+import { formatPostTime, postTime } from './time.js'
 import { searchTerms } from './tokens.js'
 import {
   REFERENCE_TYPES,
@@ -80,17 +80,18 @@ export function toPostRow(input: unknown, observedAt: string, mayHoldNul = true)
   if (mayHoldNul && hasNul(input))
     throw new InvalidItemError(`Post ${id} contains a \\u0000 character`)
 
-  let created: Date | undefined
+  let created: string | undefined
   if (input.created_at !== undefined) {
-    created = parseTime(input.created_at)
+    created = postTime(input.created_at)
     if (!created) {
       throw new InvalidItemError(
         `Post ${id} created_at ${JSON.stringify(input.created_at)} is not a time`,
       )
     }
   } else {
-    created = snowflakeTime(id)
-    if (!created) throw new InvalidItemError(`Post ${id} has no created_at`)
+    const fromId = snowflakeTime(id)
+    if (!fromId) throw new InvalidItemError(`Post ${id} has no created_at`)
+    created = formatPostTime(fromId)
   }
 
   const refs: ReferencedTweet[] = []
@@ -137,7 +138,7 @@ export function toPostRow(input: unknown, observedAt: string, mayHoldNul = true)
     in_reply_to_user_id: optionalId(input, 'in_reply_to_user_id'),
     in_reply_to_post_id: refs.find((r) => r.type === 'replied_to')?.id ?? null,
     text: input.text,
-    created_at: formatPostTime(created),
+    created_at: created,
     lang: typeof input.lang === 'string' ? input.lang : null,
     retweet_count: rt ?? null,
     reply_count: rc ?? null,

@@ -30,3 +30,62 @@ export function formatPostTime(date: Date): string {
 export function formatSecondsTime(date: Date): string {
   return date.toISOString().replace(/\.\d{3}Z$/, 'Z')
 }
+
+/** The value of `count` ASCII digits of `s` from `at`, or -1 if one is not a digit. */
+function digits(s: string, at: number, count: number): number {
+  let n = 0
+  for (let i = at; i < at + count; i++) {
+    const d = s.charCodeAt(i) - 48
+    if (d < 0 || d > 9) return -1
+    n = n * 10 + d
+  }
+  return n
+}
+
+const DAYS_IN_MONTH = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31]
+const isLeap = (y: number) => (y % 4 === 0 && y % 100 !== 0) || y % 400 === 0
+
+/**
+ * A Post's `created_at` as stored: formatPostTime(parseTime(value)), or undefined where parseTime
+ * refuses it. X writes times in exactly that form (`2026-11-20T10:00:00.000Z`), and such a value is
+ * its own result once its fields are checked: that path makes no Date (parsing and formatting took
+ * a tenth of the writer's normalizing). Any other form goes the long way.
+ */
+export function postTime(value: unknown): string | undefined {
+  if (
+    typeof value === 'string' &&
+    value.length === 24 &&
+    value.charCodeAt(4) === 45 && // -
+    value.charCodeAt(7) === 45 &&
+    value.charCodeAt(10) === 84 && // T
+    value.charCodeAt(13) === 58 && // :
+    value.charCodeAt(16) === 58 &&
+    value.charCodeAt(19) === 46 && // .
+    value.charCodeAt(23) === 90 && // Z
+    digits(value, 20, 3) >= 0
+  ) {
+    const y = digits(value, 0, 4)
+    const mo = digits(value, 5, 2)
+    const d = digits(value, 8, 2)
+    const h = digits(value, 11, 2)
+    const mi = digits(value, 14, 2)
+    const sec = digits(value, 17, 2)
+    if (
+      y >= 1970 &&
+      mo >= 1 &&
+      mo <= 12 &&
+      d >= 1 &&
+      d <= (mo === 2 && isLeap(y) ? 29 : DAYS_IN_MONTH[mo - 1]!) &&
+      h >= 0 &&
+      h <= 23 &&
+      mi >= 0 &&
+      mi <= 59 &&
+      sec >= 0 &&
+      sec <= 59
+    ) {
+      return value
+    }
+  }
+  const date = parseTime(value)
+  return date && formatPostTime(date)
+}
