@@ -160,13 +160,11 @@ describe('normalizeLines', () => {
   })
 
   it('keeps only the type and id of a referenced_tweets item in raw, and the rest of raw as sent', () => {
-    const data = post('21', {
-      referenced_tweets: [{ type: 'quoted', id: '11', text: 'an inlined copy' }],
-      edit_history_tweet_ids: ['21'],
-    })
+    const refs = [{ type: 'quoted', id: '11', text: 'an inlined copy' }]
+    const data = post('21', { referenced_tweets: refs, edit_history_tweet_ids: ['21'] })
     const [row] = normalizeLines([JSON.stringify({ data })], T).posts
     expect(row!.raw).toEqual({ ...data, referenced_tweets: [{ type: 'quoted', id: '11' }] })
-    expect(data.referenced_tweets[0]).toHaveProperty('text')
+    expect(refs[0]).toHaveProperty('text')
   })
 
   it('reads search pages and twarc2 pages', () => {
