@@ -14,7 +14,7 @@ import { copyBaseline } from './lib/copy-baseline.js'
 import { benchEnv, log } from './lib/setup.js'
 
 /**
- * pnpm bench ingest [--posts 200000] [--batch 500] [--concurrency 2] [--writers 1]
+ * pnpm bench ingest [--posts 200000] [--batch 500] [--concurrency 8] [--writers 1]
  * N Posts (~1 KB each, conversations of 1000 with deep reply branches) through the `posts` queue into
  * a writer process and Postgres, against a plain COPY of the same Posts into an identical table.
  */
@@ -22,7 +22,7 @@ const { values } = parseArgs({
   options: {
     posts: { type: 'string', default: '200000' },
     batch: { type: 'string', default: '500' },
-    concurrency: { type: 'string', default: '2' },
+    concurrency: { type: 'string', default: '8' },
     writers: { type: 'string', default: '1' },
   },
 })
