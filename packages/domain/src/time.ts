@@ -45,6 +45,22 @@ function digits(s: string, at: number, count: number): number {
 const DAYS_IN_MONTH = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31]
 const isLeap = (y: number) => (y % 4 === 0 && y % 100 !== 0) || y % 400 === 0
 
+/** Whether `s` is a valid time already in formatPostTime's form, checked without making a Date. */
+function inPostTimeForm(s: string): boolean {
+  if (s.length !== 24 || s[4] !== '-' || s[7] !== '-' || s[10] !== 'T' || s[13] !== ':')
+    return false
+  if (s[16] !== ':' || s[19] !== '.' || s[23] !== 'Z' || digits(s, 20, 3) < 0) return false
+  const y = digits(s, 0, 4)
+  const mo = digits(s, 5, 2)
+  const d = digits(s, 8, 2)
+  const h = digits(s, 11, 2)
+  const mi = digits(s, 14, 2)
+  const sec = digits(s, 17, 2)
+  if (y < 1970 || mo < 1 || mo > 12 || d < 1 || h < 0 || h > 23) return false
+  if (mi < 0 || mi > 59 || sec < 0 || sec > 59) return false
+  return d <= (mo === 2 && isLeap(y) ? 29 : DAYS_IN_MONTH[mo - 1]!)
+}
+
 /**
  * A Post's `created_at` as stored: formatPostTime(parseTime(value)), or undefined where parseTime
  * refuses it. X writes times in exactly that form (`2026-11-20T10:00:00.000Z`), and such a value is
@@ -52,40 +68,7 @@ const isLeap = (y: number) => (y % 4 === 0 && y % 100 !== 0) || y % 400 === 0
  * a tenth of the writer's normalizing). Any other form goes the long way.
  */
 export function postTime(value: unknown): string | undefined {
-  if (
-    typeof value === 'string' &&
-    value.length === 24 &&
-    value.charCodeAt(4) === 45 && // -
-    value.charCodeAt(7) === 45 &&
-    value.charCodeAt(10) === 84 && // T
-    value.charCodeAt(13) === 58 && // :
-    value.charCodeAt(16) === 58 &&
-    value.charCodeAt(19) === 46 && // .
-    value.charCodeAt(23) === 90 && // Z
-    digits(value, 20, 3) >= 0
-  ) {
-    const y = digits(value, 0, 4)
-    const mo = digits(value, 5, 2)
-    const d = digits(value, 8, 2)
-    const h = digits(value, 11, 2)
-    const mi = digits(value, 14, 2)
-    const sec = digits(value, 17, 2)
-    if (
-      y >= 1970 &&
-      mo >= 1 &&
-      mo <= 12 &&
-      d >= 1 &&
-      d <= (mo === 2 && isLeap(y) ? 29 : DAYS_IN_MONTH[mo - 1]!) &&
-      h >= 0 &&
-      h <= 23 &&
-      mi >= 0 &&
-      mi <= 59 &&
-      sec >= 0 &&
-      sec <= 59
-    ) {
-      return value
-    }
-  }
+  if (typeof value === 'string' && inPostTimeForm(value)) return value
   const date = parseTime(value)
   return date && formatPostTime(date)
 }
