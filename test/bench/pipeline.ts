@@ -10,6 +10,7 @@ import { from as copyFrom, to as copyTo } from 'pg-copy-streams'
 import { loadConfig } from '@threadline/config'
 import { addRules, createApp, createDb, migrateToLatest, sql, withDatabase } from '@threadline/db'
 import { closeRedis, createRedis, deleteByPrefix, storedStreamKey } from '@threadline/queue'
+import { cpuPerUnit, cpuSnapshot } from './lib/cpu.js'
 
 /**
  * `pnpm bench pipeline [posts] [rate] [--writers N] [--profile]`: the simulator at full speed (its own process) → ingest →
@@ -25,12 +26,15 @@ const { values, positionals } = parseArgs({
     writers: { type: 'string', default: '1' },
     // Each process writes a V8 CPU profile into /tmp/bench-pipeline-prof on exit.
     profile: { type: 'boolean', default: false },
+    // Extra V8/Node flags for the writer and ingest processes, to try a setting (space-separated).
+    'node-flags': { type: 'string', default: '' },
   },
 })
 const target = Number(positionals[0] ?? 50_000)
 const rate = Number(positionals[1] ?? 100_000)
 const writers = Number(values.writers)
 const profile = values.profile ? ['--cpu-prof', '--cpu-prof-dir=/tmp/bench-pipeline-prof'] : []
+const nodeFlags = values['node-flags'].split(' ').filter(Boolean)
 const base = loadConfig()
 const id = randomBytes(4).toString('hex')
 const prefix = `bench-pipeline-${id}`
@@ -108,12 +112,31 @@ try {
   const cli = fileURLToPath(new URL('../../packages/cli/src/main.ts', import.meta.url))
   roles.push(
     ...[...Array.from({ length: writers }, () => 'writer'), 'ingest'].map((role) =>
-      spawn(process.execPath, [...profile, '--import', 'tsx', cli, 'start', '--roles', role], {
-        env: roleEnv,
-        stdio: ['ignore', 'inherit', 'inherit'],
-      }),
+      spawn(
+        process.execPath,
+        [...profile, ...nodeFlags, '--import', 'tsx', cli, 'start', '--roles', role],
+        {
+          env: roleEnv,
+          stdio: ['ignore', 'inherit', 'inherit'],
+        },
+      ),
     ),
   )
+  // A role or the simulator that exits before the end (a bad NODE_OPTIONS, a crash) fails the run
+  // instead of leaving it waiting for Posts that will never come.
+  let measuring = true
+  let died: string | undefined
+  for (const [name, child] of [
+    ...roles.map((c, i) => [i < writers ? 'writer' : 'ingest', c] as const),
+    ['simulator', sim] as const,
+  ]) {
+    child.once('exit', (code, signal) => {
+      if (measuring) died ??= `${name} exited (${signal ?? `code ${code}`}) before the run ended`
+    })
+  }
+  const alive = () => {
+    if (died) throw new Error(died)
+  }
   const app = await createApp(db, 'bench')
   await addRules(db, app.app_id, [{ value: 'bench:everything' }], { cap: 1000 })
 
@@ -123,12 +146,17 @@ try {
   // to, live or not: an upper bound of the live count) says the target may be reached. XLEN is O(1).
   const progress = createRedis(base.REDIS_URL, 'producer', 'bench-progress')
   const published = () => progress.xlen(storedStreamKey(prefix))
-  while ((await published()) === 0) await new Promise((r) => setTimeout(r, 10))
+  while ((await published()) === 0) {
+    alive()
+    await new Promise((r) => setTimeout(r, 10))
+  }
   const t0 = performance.now()
+  const cpu0 = cpuSnapshot()
   const start = await counts()
   let last = start.live
   let lastPrint = t0
   for (;;) {
+    alive()
     const now = performance.now()
     if (now - lastPrint >= 1_000) {
       const n = await stored()
@@ -144,6 +172,10 @@ try {
   }
   await closeRedis(progress)
   const elapsedMs = performance.now() - t0
+  const cpu1 = cpuSnapshot()
+  // Postgres backends by who they serve (writer, ingest, this bench), the rest by their type.
+  const backends = await sql<{ pid: number; who: string }>`SELECT pid,
+      coalesce(nullif(application_name, ''), backend_type) AS who FROM pg_stat_activity`.execute(db)
   const end = await counts()
   const storedRows = end.live - start.live
   const pipelineRate = (storedRows * 1000) / elapsedMs
@@ -151,6 +183,16 @@ try {
   // that replies and quotes carried (each a row the COPY below loads too).
   const windowRows = end.all - start.all
   const pipelineRowRate = (windowRows * 1000) / elapsedMs
+  // Where the rows' CPU went in the measured window (each writer process apart).
+  const cpu = cpuPerUnit(cpu0, cpu1, windowRows, [
+    ...roles.slice(0, writers).map((child, i) => [`writer${i + 1}`, child.pid] as const),
+    ['ingest', roles[writers]?.pid],
+    ['simulator', sim.pid],
+    ['bench', process.pid],
+    ...backends.rows.map((b) => [`pg:${b.who}`, b.pid] as const),
+  ])
+  console.log(`CPU µs per row in the window: ${JSON.stringify(cpu)}`)
+  measuring = false
   await Promise.all(
     roles.map(
       (child) =>
@@ -181,15 +223,21 @@ try {
   // Three COPYs, each into a fresh table, and the median: one run of two seconds swings by ±20 %
   // on a shared machine (a checkpoint or autovacuum of the rows just stored).
   const copyTimes: number[] = []
+  const copyCpu: Array<Record<string, number>> = []
   for (let round = 0; round < 3; round++) {
     await client.query('DROP TABLE IF EXISTS copy_baseline')
     await client.query('CREATE TABLE copy_baseline (LIKE posts INCLUDING ALL)')
+    const before = cpuSnapshot()
     const c0 = performance.now()
     await pipeline(Readable.from(chunks), client.query(copyFrom('COPY copy_baseline FROM STDIN')))
     copyTimes.push(performance.now() - c0)
+    copyCpu.push(cpuPerUnit(before, cpuSnapshot(), rows, [['bench', process.pid]]))
   }
   await client.end()
   const copyMs = [...copyTimes].sort((a, b) => a - b)[1]!
+  console.log(
+    `COPY CPU µs per row, median round: ${JSON.stringify(copyCpu[copyTimes.indexOf(copyMs)])}`,
+  )
   const copyRate = (rows * 1000) / copyMs
   console.log(
     `COPY rounds: ${copyTimes.map((ms) => Math.round((rows * 1000) / ms)).join(', ')} rows/s`,
@@ -212,6 +260,8 @@ try {
       copy_ms: Math.round(copyMs),
       copy_rows_per_s: Math.round(copyRate),
       ratio: Number((pipelineRowRate / copyRate).toFixed(3)),
+      cpu_us_per_row: cpu.machine,
+      copy_cpu_us_per_row: copyCpu[copyTimes.indexOf(copyMs)]?.machine,
       target_ratio: 0.5,
     }),
   )

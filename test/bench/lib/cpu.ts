@@ -1,0 +1,98 @@
+import { readdirSync, readFileSync } from 'node:fs'
+
+/**
+ * CPU time by process over a measured window, read from Linux's /proc (nothing where /proc is
+ * missing): what each part of a multi-process benchmark cost, so a ratio comes with where its time
+ * went. Times are in clock ticks (USER_HZ, 100 a second on Linux).
+ */
+export interface CpuSnapshot {
+  /** utime + stime of each live process, by pid. */
+  procs: Map<number, { name: string; ticks: number; system: number }>
+  /** The whole machine: busy (user + nice + system + irq + softirq) and idle ticks. */
+  busy: number
+  idle: number
+  system: number
+}
+
+const TICK_US = 10_000
+
+function readProc(pid: number): { name: string; ticks: number; system: number } | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+    // comm is in parentheses and may itself hold spaces or parentheses.
+    const close = stat.lastIndexOf(')')
+    const name = stat.slice(stat.indexOf('(') + 1, close)
+    const fields = stat.slice(close + 2).split(' ')
+    // Fields 14 and 15 of stat (utime, stime); fields[0] here is field 3.
+    return { name, ticks: Number(fields[11]) + Number(fields[12]), system: Number(fields[12]) }
+  } catch {
+    return undefined
+  }
+}
+
+export function cpuSnapshot(): CpuSnapshot | undefined {
+  let pids: number[]
+  let total: number[]
+  try {
+    pids = readdirSync('/proc')
+      .filter((f) => /^\d+$/.test(f))
+      .map(Number)
+    total = readFileSync('/proc/stat', 'utf8')
+      .split('\n')[0]!
+      .trim()
+      .split(/\s+/)
+      .slice(1)
+      .map(Number)
+  } catch {
+    return undefined
+  }
+  const procs = new Map<number, { name: string; ticks: number; system: number }>()
+  for (const pid of pids) {
+    const p = readProc(pid)
+    if (p) procs.set(pid, p)
+  }
+  const [user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0] = total
+  return { procs, busy: user + nice + system + irq + softirq, idle: idle + iowait, system }
+}
+
+/**
+ * Microseconds of CPU per unit of work between two snapshots, by part: each labelled pid, then every
+ * other process grouped by its name (postgres, redis-server, …), and `machine` for all of it; a part's
+ * `.sys` entry is the kernel's time within it.
+ * `busy_share` is the machine's busy time over its whole capacity in the window.
+ */
+export function cpuPerUnit(
+  before: CpuSnapshot | undefined,
+  after: CpuSnapshot | undefined,
+  units: number,
+  named: ReadonlyArray<readonly [label: string, pid: number | undefined]>,
+): Record<string, number> {
+  if (!before || !after || units <= 0) return {}
+  // Several pids may share a label (Postgres backends of one client): their times add up.
+  const byPid = new Map<number, string>()
+  for (const [label, pid] of named) if (pid !== undefined) byPid.set(pid, label)
+  const ticks = new Map<string, { all: number; system: number }>()
+  for (const [pid, p] of after.procs) {
+    const was = before.procs.get(pid)
+    const d = p.ticks - (was?.ticks ?? 0)
+    if (d <= 0) continue
+    const label = byPid.get(pid) ?? p.name
+    const t = ticks.get(label) ?? { all: 0, system: 0 }
+    t.all += d
+    t.system += p.system - (was?.system ?? 0)
+    ticks.set(label, t)
+  }
+  const out: Record<string, number> = {}
+  const us = (t: number) => Math.round(((t * TICK_US) / units) * 10) / 10
+  for (const [label, t] of [...ticks].sort((a, b) => b[1].all - a[1].all)) {
+    if (us(t.all) < 1) continue
+    out[label] = us(t.all)
+    // The kernel's share (system calls, page faults), where it is a part worth naming.
+    if (us(t.system) >= 1) out[`${label}.sys`] = us(t.system)
+  }
+  const busy = after.busy - before.busy
+  out.machine = us(busy)
+  out.machine_system = us(after.system - before.system)
+  out.busy_share = Math.round((busy / (busy + after.idle - before.idle)) * 100) / 100
+  return out
+}
