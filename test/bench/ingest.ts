@@ -1,5 +1,4 @@
 import { spawn } from 'node:child_process'
-import { readFileSync } from 'node:fs'
 import { parseArgs } from 'node:util'
 import { sql } from '@threadline/db'
 import {
@@ -11,10 +10,11 @@ import {
 } from '@threadline/queue'
 import { generateConversation } from '@threadline/testing'
 import { copyBaseline } from './lib/copy-baseline.js'
+import { peakRssMb } from './lib/cpu.js'
 import { benchEnv, log } from './lib/setup.js'
 
 /**
- * pnpm bench ingest [--posts 200000] [--batch 500] [--concurrency 8] [--writers 1]
+ * pnpm bench ingest [--posts 200000] [--batch 500] [--concurrency 4] [--writers 1]
  * N Posts (~1 KB each, conversations of 1000 with deep reply branches) through the `posts` queue into
  * a writer process and Postgres, against a plain COPY of the same Posts into an identical table.
  */
@@ -22,7 +22,7 @@ const { values } = parseArgs({
   options: {
     posts: { type: 'string', default: '200000' },
     batch: { type: 'string', default: '500' },
-    concurrency: { type: 'string', default: '8' },
+    concurrency: { type: 'string', default: '4' },
     writers: { type: 'string', default: '1' },
   },
 })
@@ -115,14 +115,7 @@ try {
     (await sql<{ n: string }>`SELECT count(*) AS n FROM posts`.execute(env.db)).rows[0]!.n,
   )
   if (stored !== total) throw new Error(`stored ${stored} Posts, expected ${total}`)
-  const peakRssMb = Math.max(
-    ...writers.map((w) =>
-      Math.round(
-        Number(/VmHWM:\s+(\d+)/.exec(readFileSync(`/proc/${w.pid}/status`, 'utf8'))?.[1] ?? 0) /
-          1024,
-      ),
-    ),
-  )
+  const writerPeakRssMb = Math.max(...writers.map((w) => peakRssMb(w.pid)))
   await Promise.all(
     writers.map(
       (w) =>
@@ -137,7 +130,7 @@ try {
   await closeRedis(redis)
 
   log(
-    `pipeline: ${Math.round(rate)} Posts/s end to end; COPY ${Math.round(copy.rate)} rows/s; writer peak RSS ${peakRssMb} MB`,
+    `pipeline: ${Math.round(rate)} Posts/s end to end; COPY ${Math.round(copy.rate)} rows/s; writer peak RSS ${writerPeakRssMb} MB`,
   )
   console.log(
     JSON.stringify({
@@ -149,7 +142,7 @@ try {
       avg_line_bytes: avgBytes,
       posts_per_s: Math.round(rate),
       copy_rows_per_s: Math.round(copy.rate),
-      writer_peak_rss_mb: peakRssMb,
+      writer_peak_rss_mb: writerPeakRssMb,
       ratio: Number((rate / copy.rate).toFixed(3)),
     }),
   )

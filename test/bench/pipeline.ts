@@ -10,7 +10,7 @@ import { from as copyFrom, to as copyTo } from 'pg-copy-streams'
 import { loadConfig } from '@threadline/config'
 import { addRules, createApp, createDb, migrateToLatest, sql, withDatabase } from '@threadline/db'
 import { closeRedis, createRedis, deleteByPrefix, storedStreamKey } from '@threadline/queue'
-import { cpuPerUnit, cpuSnapshot } from './lib/cpu.js'
+import { cpuPerUnit, cpuSnapshot, peakRssMb } from './lib/cpu.js'
 
 /**
  * `pnpm bench pipeline [posts] [rate] [--writers N] [--profile]`: the simulator at full speed (its own process) → ingest →
@@ -192,6 +192,7 @@ try {
     ...backends.rows.map((b) => [`pg:${b.who}`, b.pid] as const),
   ])
   console.log(`CPU µs per row in the window: ${JSON.stringify(cpu)}`)
+  const writerPeakRssMb = Math.max(...roles.slice(0, writers).map((w) => peakRssMb(w.pid)))
   measuring = false
   await Promise.all(
     roles.map(
@@ -262,6 +263,7 @@ try {
       ratio: Number((pipelineRowRate / copyRate).toFixed(3)),
       cpu_us_per_row: cpu.machine,
       copy_cpu_us_per_row: copyCpu[copyTimes.indexOf(copyMs)]?.machine,
+      writer_peak_rss_mb: writerPeakRssMb,
       target_ratio: 0.5,
     }),
   )

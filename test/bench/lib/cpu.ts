@@ -96,3 +96,14 @@ export function cpuPerUnit(
   out.busy_share = Math.round((busy / (busy + after.idle - before.idle)) * 100) / 100
   return out
 }
+
+/** A process's peak resident memory (VmHWM) in MB, 0 where /proc cannot tell. */
+export function peakRssMb(pid: number | undefined): number {
+  if (pid === undefined) return 0
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8')
+    return Math.round(Number(/VmHWM:\s+(\d+)/.exec(status)?.[1] ?? 0) / 1024)
+  } catch {
+    return 0
+  }
+}
