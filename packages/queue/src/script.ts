@@ -1,7 +1,7 @@
 import type { Redis } from './connection.js'
 
 /** A one-key Lua script as a function: `(key, ...args)` resolves to the script's reply. */
-export type ScriptCommand<R> = (key: string, ...args: string[]) => Promise<R>
+export type ScriptCommand<R> = (key: string, ...args: Array<string | Buffer>) => Promise<R>
 
 type Commands = Record<string, ScriptCommand<unknown> | undefined>
 

@@ -13,7 +13,10 @@ describe('publishStored', () => {
     const entries: StoredEntry[] = Array.from({ length: 1_203 }, (_, i) => ({
       type: i % 100 === 0 ? 'user_change' : 'post',
       id: String(10n ** 18n + BigInt(i)),
-      body: JSON.stringify({ data: { id: String(i), text: `héllo 🧵 "${i}"\\n` } }),
+      // ASCII bodies beside non-ASCII ones (each travels as its own bytes).
+      body: JSON.stringify({
+        data: { id: String(i), text: i % 3 === 0 ? `plain "${i}"` : `héllo 🧵 "${i}"\\n` },
+      }),
     }))
     await publishStored(env.redis, env.prefix, entries.slice(0, 3), 60_000)
     await publishStored(env.redis, env.prefix, entries.slice(3), 60_000)

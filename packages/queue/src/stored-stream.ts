@@ -30,6 +30,12 @@ const APPEND_CHUNK = 500
 /**
  * Appends entries in order. The stream is trimmed by time (MINID, approximate so Redis can drop
  * whole nodes), keeping at least `retentionMs` of history for `backfill_minutes` replays.
+ *
+ * Each body goes as its own UTF-8 bytes. Given only strings, ioredis joins a command's arguments
+ * into one string before encoding it, and one body with a non-ASCII character (an emoji in a name)
+ * made that whole ≈ 1.2 MB command a two-byte string, every ASCII body copied into it and encoded
+ * from it the slow way. With a Buffer among them it encodes each argument alone: ≈ 5–8 µs less
+ * writer CPU an entry, measured on a stored batch's real Posts (a quarter of them non-ASCII).
  */
 export async function publishStored(
   redis: Redis,
@@ -42,8 +48,10 @@ export async function publishStored(
   const key = storedStreamKey(prefix)
   const minId = `${Date.now() - retentionMs}-0`
   for (let start = 0; start < entries.length; start += APPEND_CHUNK) {
-    const fields: string[] = []
-    for (const e of entries.slice(start, start + APPEND_CHUNK)) fields.push(e.type, e.id, e.body)
+    const fields: Array<string | Buffer> = []
+    for (const e of entries.slice(start, start + APPEND_CHUNK)) {
+      fields.push(e.type, e.id, Buffer.from(e.body, 'utf8'))
+    }
     await append(key, minId, ...fields)
   }
 }
