@@ -93,33 +93,43 @@ function joinBytes(lines: readonly (string | Buffer)[]): Buffer {
 }
 
 /**
- * The lines of a `posts` job: inline, or read from its payload key. Undefined when the payload is
- * gone (the batch was committed already: see above).
+ * The lines of a `posts` job: inline (text), or read from its payload key (each line a view of the
+ * payload's bytes, see splitLineBytes). Undefined when the payload is gone (the batch was committed
+ * already: see above).
  */
-export async function loadPostsLines(redis: Redis, job: PostsJob): Promise<string[] | undefined> {
+export async function loadPostsLines(
+  redis: Redis,
+  job: PostsJob,
+): Promise<Array<string | Buffer> | undefined> {
   if (job.lines) return job.lines
   const buffer = await redis.getBuffer(job.payload)
   if (buffer === null) return undefined
-  return splitLines(buffer)
+  return splitLineBytes(buffer)
 }
 
 /**
- * Splits on the separator's bytes and decodes each line alone (UTF-8 never holds `\r\n` inside a
- * character). Decoding the whole payload at once made one two-byte string of it as soon as any
- * line held a non-ASCII character, and every line sliced from it two-byte too: decoding, parsing
- * and encoding each ASCII line again for Postgres then cost about twice what they do per line.
+ * Splits on the separator's bytes; each line is a view of `buffer` (no copy), to be decoded alone
+ * when it is read (UTF-8 never holds `\r\n` inside a character). Decoding the whole payload at once
+ * made one two-byte string of it as soon as any line held a non-ASCII character, and every line
+ * sliced from it two-byte too. And a view lives outside the JavaScript heap: a batch waiting on
+ * Postgres holds its lines there, where the garbage collector neither traces nor copies them.
  */
-export function splitLines(buffer: Buffer): string[] {
-  const lines: string[] = []
+export function splitLineBytes(buffer: Buffer): Buffer[] {
+  const lines: Buffer[] = []
   let start = 0
   for (;;) {
     const end = buffer.indexOf(SEPARATOR_BYTES, start)
     if (end === -1) break
-    lines.push(buffer.toString('utf8', start, end))
+    lines.push(buffer.subarray(start, end))
     start = end + SEPARATOR_BYTES.length
   }
-  lines.push(buffer.toString('utf8', start))
+  lines.push(buffer.subarray(start))
   return lines
+}
+
+/** A line as text (a payload line is decoded here, alone). */
+export function lineText(line: string | Buffer): string {
+  return typeof line === 'string' ? line : line.toString('utf8')
 }
 
 /** Deletes a committed job's payload (nothing for an inline one). */

@@ -3,8 +3,9 @@ import { tailStream, type RawEntries, type StreamTail } from './tail-stream.js'
 import type { Logger } from '@threadline/logger'
 import { storedStreamKey, type StoredEntry } from './stored-stream.js'
 
-/** One entry of the `stored` stream with its stream id (`<ms>-<seq>`). */
+/** One entry of the `stored` stream with its stream id (`<ms>-<seq>`), as read back (text). */
 export interface StoredMessage extends StoredEntry {
+  body: string
   streamId: string
 }
 

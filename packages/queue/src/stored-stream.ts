@@ -9,8 +9,8 @@ export function storedStreamKey(prefix: string): string {
 export interface StoredEntry {
   type: 'post' | 'user_change'
   id: string
-  /** JSON of the stored object (a Post with `author`, or a user change). */
-  body: string
+  /** JSON of the stored object (a Post with `author`, or a user change), as text or UTF-8 bytes. */
+  body: string | Buffer
 }
 
 /**
@@ -50,7 +50,7 @@ export async function publishStored(
   for (let start = 0; start < entries.length; start += APPEND_CHUNK) {
     const fields: Array<string | Buffer> = []
     for (const e of entries.slice(start, start + APPEND_CHUNK)) {
-      fields.push(e.type, e.id, Buffer.from(e.body, 'utf8'))
+      fields.push(e.type, e.id, typeof e.body === 'string' ? Buffer.from(e.body, 'utf8') : e.body)
     }
     await append(key, minId, ...fields)
   }

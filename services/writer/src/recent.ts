@@ -1,5 +1,11 @@
 import type { NormalizedBatch } from '@threadline/domain'
 
+/** What a statement was sent, as `remember` reads it (a NormalizedBatch is one). */
+export interface SentRows {
+  posts: ReadonlyArray<{ id: string; observed_at: string }>
+  users: ReadonlyArray<{ id: string; observed_at: string; name: string; username: string }>
+}
+
 /** How long a stored copy satisfies an included one: store-batch.ts's INCLUDED_REFRESH. */
 export const INCLUDED_REFRESH_MS = 60_000
 
@@ -64,7 +70,7 @@ export class RecentlyStored {
   }
 
   /** Records the rows a committed statement was sent (what skipKnown returned). */
-  remember(batch: NormalizedBatch): void {
+  remember(batch: SentRows): void {
     for (const p of batch.posts) {
       const ms = this.ms(p.observed_at)
       const prior = this.posts.get(p.id)

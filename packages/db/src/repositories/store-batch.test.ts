@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import fc from 'fast-check'
-import { normalizeLines, wireJson } from '@threadline/domain'
-import { postsParam, usersParam } from './store-batch.js'
+import { normalizeLines } from '@threadline/domain'
+import { postsParam, usersParam, WireBytes } from './store-batch.js'
 
 /** A jsonb parameter in binary form: version 1, then the text. */
 function jsonbText(param: Buffer): string {
@@ -56,13 +56,17 @@ describe('storeBatch parameters', () => {
     )
   })
 
-  it('reuse the text wireJson made for each raw object', () => {
+  it('are built from the bytes WireBytes made once for each raw object', () => {
     const [post] = normalizeLines(
-      [JSON.stringify({ data: { id: '1', text: 'x', created_at: T } })],
+      [JSON.stringify({ data: { id: '1', text: 'x é', created_at: T } })],
       T,
     ).posts
-    const text = wireJson(post!.raw)
-    expect(wireJson(post!.raw)).toBe(text)
-    expect(jsonbText(postsParam([post!]))).toContain(`"r":${text}`)
+    const bytes = new WireBytes()
+    const raw = bytes.of(post!.raw)
+    expect(bytes.of(post!.raw)).toBe(raw)
+    expect(raw.toString('utf8')).toBe(JSON.stringify(post!.raw))
+    expect(postsParam([post!], bytes).includes(Buffer.concat([Buffer.from('{"r":'), raw]))).toBe(
+      true,
+    )
   })
 })

@@ -1,5 +1,5 @@
 import { sql } from 'kysely'
-import { wireJson, type NormalizedBatch, type PostRow, type UserRow } from '@threadline/domain'
+import type { NormalizedBatch, PostRow, UserRow } from '@threadline/domain'
 import { PREPARE, type Db } from '../connect.js'
 import type { OutboxPayload } from '../tables/index.js'
 
@@ -21,27 +21,49 @@ export interface StoreResult {
 }
 
 /**
- * The rows as the JSON array the statement expands: each row's `raw` (the text wireJson made once,
- * which the writer also puts on the `stored` stream) and only what `raw` does not hold. The
- * statement reads every other column out of `raw` (id, ids, text, lang, metrics, references),
- * where normalizeLines validated it: sending them again beside `raw` doubled the text Postgres
- * parsed for a Post (its `text` twice, twenty keys to sort), about a third of its JSON work.
+ * The UTF-8 bytes of each wire object's JSON (a Post's or a user's `raw`), made once per object for
+ * one batch: the statement's parameters and the writer's `stored` stream entries are built from the
+ * same bytes. They live outside the JavaScript heap, so a batch waiting on Postgres keeps its Posts
+ * there instead of as strings and objects the garbage collector must copy while they wait.
+ */
+export class WireBytes {
+  private readonly bytes = new Map<object, Buffer>()
+
+  of(value: object): Buffer {
+    let b = this.bytes.get(value)
+    if (b === undefined) {
+      b = Buffer.from(JSON.stringify(value), 'utf8')
+      this.bytes.set(value, b)
+    }
+    return b
+  }
+}
+
+/**
+ * The rows as the JSON array the statement expands: each row's `raw` and only what `raw` does not
+ * hold. The statement reads every other column out of `raw` (id, ids, text, lang, metrics,
+ * references), where normalizeLines validated it: sending them again beside `raw` doubled the text
+ * Postgres parsed for a Post (its `text` twice, twenty keys to sort), about a third of its JSON work.
  * Keys: `r` raw, `t` search_terms, `c` created_at (normalized, or from the id when `raw` has none),
  * `p` in_reply_to_post_id (omitted when null), `o` observed_at, `i` included.
  */
-export function postsParam(rows: readonly PostRow[]): Buffer {
-  return jsonbArray(rows, (p) => {
+export function postsParam(rows: readonly PostRow[], bytes = new WireBytes()): Buffer {
+  return jsonbArray(rows, (p, parts) => {
     const parent = p.in_reply_to_post_id === null ? '' : `"p":"${p.in_reply_to_post_id}",`
+    parts.push(RAW_KEY, bytes.of(p.raw))
     return (
-      `{"r":${wireJson(p.raw)},"t":${JSON.stringify(p.search_terms)},"c":"${p.created_at}",` +
+      `,"t":${JSON.stringify(p.search_terms)},"c":"${p.created_at}",` +
       `${parent}"o":${JSON.stringify(p.observed_at)},"i":${p.included}}`
     )
   })
 }
 
 /** Users as the statement expands them: `r` raw (id, name and username are read out of it), `o` observed_at. */
-export function usersParam(rows: readonly UserRow[]): Buffer {
-  return jsonbArray(rows, (u) => `{"r":${wireJson(u.raw)},"o":${JSON.stringify(u.observed_at)}}`)
+export function usersParam(rows: readonly UserRow[], bytes = new WireBytes()): Buffer {
+  return jsonbArray(rows, (u, parts) => {
+    parts.push(RAW_KEY, bytes.of(u.raw))
+    return `,"o":${JSON.stringify(u.observed_at)}}`
+  })
 }
 
 /** jsonb's binary input format: a version byte, then the JSON text. */
@@ -49,21 +71,50 @@ const JSONB_VERSION = 1
 const OPEN = Buffer.from([JSONB_VERSION, 0x5b]) // version, [
 const COMMA = Buffer.from(',')
 const CLOSE = Buffer.from(']')
+const RAW_KEY = Buffer.from('{"r":')
 
 /**
- * A JSON array as a jsonb parameter in binary form, built from each item's bytes. node-pg sends a
- * Buffer as it is, where it measures and encodes a string whole; and one non-ASCII Post makes a
- * joined string two-byte throughout, so every ASCII Post beside it took that slower path too. Built
- * this way, making and encoding the parameter takes the writer half the time, for the same text.
+ * A JSON array as a jsonb parameter in binary form, built from each item's bytes: `json` pushes any
+ * bytes of its item it already has and returns the rest of its text. node-pg sends a Buffer as it
+ * is, where it measures and encodes a string whole; and one non-ASCII Post makes a joined string
+ * two-byte throughout, so every ASCII Post beside it took that slower path too.
  */
-export function jsonbArray<T>(items: readonly T[], json: (item: T) => string): Buffer {
+export function jsonbArray<T>(
+  items: readonly T[],
+  json: (item: T, parts: Buffer[]) => string,
+): Buffer {
   const parts: Buffer[] = [OPEN]
   for (let i = 0; i < items.length; i++) {
     if (i > 0) parts.push(COMMA)
-    parts.push(Buffer.from(json(items[i]!), 'utf8'))
+    const rest = json(items[i]!, parts)
+    if (rest.length > 0) parts.push(Buffer.from(rest, 'utf8'))
   }
   parts.push(CLOSE)
   return Buffer.concat(parts)
+}
+
+/** A batch's statement parameters, made ahead of the statement (see prepareBatch). */
+export interface PreparedBatch {
+  posts: Buffer
+  users: Buffer
+  rejects: string
+  rejectCount: number
+  /** Nothing to store: no Posts, users or rejects. */
+  empty: boolean
+}
+
+/**
+ * The parameters of storeBatch's statement for `batch`. Made apart so that a caller can let go of
+ * the batch's objects before it waits on Postgres (the parameters and `bytes` are all it needs).
+ */
+export function prepareBatch(batch: NormalizedBatch, bytes = new WireBytes()): PreparedBatch {
+  return {
+    posts: postsParam(batch.posts, bytes),
+    users: usersParam(batch.users, bytes),
+    rejects: JSON.stringify(batch.rejects),
+    rejectCount: batch.rejects.length,
+    empty: batch.posts.length === 0 && batch.users.length === 0 && batch.rejects.length === 0,
+  }
 }
 
 /**
@@ -86,12 +137,17 @@ export async function storeBatch(
   batch: NormalizedBatch,
   source: string,
 ): Promise<StoreResult> {
-  if (batch.posts.length === 0 && batch.users.length === 0 && batch.rejects.length === 0) {
-    return { inserted: 0, updated: 0, users: 0, rejects: 0, outbox: [] }
-  }
-  const posts = postsParam(batch.posts)
-  const users = usersParam(batch.users)
-  const rejects = JSON.stringify(batch.rejects)
+  return storePrepared(db, prepareBatch(batch), source)
+}
+
+/** storeBatch with its parameters made already (prepareBatch). */
+export async function storePrepared(
+  db: Db,
+  prepared: PreparedBatch,
+  source: string,
+): Promise<StoreResult> {
+  if (prepared.empty) return { inserted: 0, updated: 0, users: 0, rejects: 0, outbox: [] }
+  const { posts, users, rejects } = prepared
   const { rows } = await sql<{
     outbox_id: string | null
     outbox_payload: OutboxPayload | null
@@ -224,7 +280,7 @@ export async function storeBatch(
       (SELECT count(*) FROM new_posts) AS inserted,
       (SELECT count(*) FROM p_up WHERE NOT inserted) AS updated,
       (SELECT count(*) FROM u_up) AS users,
-      ${batch.rejects.length}::int AS rejects
+      ${prepared.rejectCount}::int AS rejects
   `.execute(db)
   const row = rows[0]!
   return {
