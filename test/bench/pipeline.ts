@@ -237,9 +237,8 @@ try {
   }
   await client.end()
   const copyMs = [...copyTimes].sort((a, b) => a - b)[1]!
-  console.log(
-    `COPY CPU µs per row, median round: ${JSON.stringify(copyCpu[copyTimes.indexOf(copyMs)])}`,
-  )
+  const medianCopyCpu = copyCpu[copyTimes.indexOf(copyMs)] ?? {}
+  console.log(`COPY CPU µs per row, median round: ${JSON.stringify(medianCopyCpu)}`)
   const copyRate = (rows * 1000) / copyMs
   console.log(
     `COPY rounds: ${copyTimes.map((ms) => Math.round((rows * 1000) / ms)).join(', ')} rows/s`,
@@ -263,7 +262,7 @@ try {
       copy_rows_per_s: Math.round(copyRate),
       ratio: Number((pipelineRowRate / copyRate).toFixed(3)),
       cpu_us_per_row: cpu.machine,
-      copy_cpu_us_per_row: copyCpu[copyTimes.indexOf(copyMs)]?.machine,
+      copy_cpu_us_per_row: medianCopyCpu.machine,
       writer_peak_rss_mb: writerPeakRssMb,
       target_ratio: 0.5,
     }),

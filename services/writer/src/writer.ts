@@ -82,6 +82,17 @@ export interface StoredLines extends Omit<StoreResult, 'outbox'> {
   fresh: FreshOutbox[]
 }
 
+/** Stream entries for the user changes of outbox rows. */
+function userChangeEntries(payloads: readonly OutboxPayload[]): StoredEntry[] {
+  return payloads.flatMap((payload) =>
+    payload.user_changes.map((change): StoredEntry => ({
+      type: 'user_change',
+      id: change.id,
+      body: JSON.stringify(change),
+    })),
+  )
+}
+
 /** Stream entries for stored Posts read back from the outbox (with their author) and user changes. */
 function streamEntries(
   posts: Iterable<{ id: string; post: unknown; author: unknown }>,
@@ -92,11 +103,7 @@ function streamEntries(
     const author = p.author ? `,"author":${JSON.stringify(p.author)}` : ''
     entries.push({ type: 'post', id: p.id, body: `{"data":${JSON.stringify(p.post)}${author}}` })
   }
-  for (const payload of payloads) {
-    for (const change of payload.user_changes) {
-      entries.push({ type: 'user_change', id: change.id, body: JSON.stringify(change) })
-    }
-  }
+  entries.push(...userChangeEntries(payloads))
   return entries
 }
 
@@ -169,7 +176,7 @@ function freshFromMemory(posts: PostBytes, outbox: StoreResult['outbox']): Fresh
         : [DATA_OPEN, p.data, BODY_CLOSE]
       entries.push({ type: 'post', id: postId, body: Buffer.concat(body) })
     }
-    entries.push(...streamEntries([], [payload]))
+    entries.push(...userChangeEntries([payload]))
     return { id, payload, entries }
   })
 }
