@@ -272,10 +272,13 @@ export async function storePrepared(
       RETURNING p.id, p.conversation_id, p.in_reply_to_post_id, p.created_at, (xmax = 0) AS inserted
     ),
     new_posts AS (SELECT * FROM p_up WHERE inserted),
+    -- Quotes and retweets only: a reply's parent is posts.in_reply_to_post_id (indexed), and
+    -- nothing reads replied_to rows here, which were most of the table's rows and index entries.
     refs AS (
       INSERT INTO post_references (post_id, type, referenced_id)
       SELECT p_in.id, r.type, r.id::bigint
       FROM p_in CROSS JOIN LATERAL jsonb_to_recordset(p_in.refs) AS r(type text, id text)
+      WHERE r.type <> 'replied_to'
       ORDER BY 1, 2, 3
       ON CONFLICT DO NOTHING
     ),
