@@ -89,3 +89,45 @@ describe('RecentlyStored.storedPost (normalizeLines skipIncluded)', () => {
     expect(recent.storedPost('2', Date.parse(at(30)))).toBe(false)
   })
 })
+
+describe('RecentlyStored.deferInFlight', () => {
+  it('leaves out included copies of Posts an unsettled statement sends, until it settles', async () => {
+    const recent = new RecentlyStored()
+    const settle = recent.sending([post('1', 0, false), post('2', 0, true)])
+    const next = batch([
+      post('1', 30, true), // sent by the statement: deferred
+      post('2', 30, false), // primary: never deferred
+      post('3', 30, true), // not sent: kept
+    ])
+    const { batch: kept, deferred } = recent.deferInFlight(next)
+    expect(ids(kept)).toEqual(['2', '3'])
+    expect(deferred.map((d) => d.row)).toEqual([next.posts[0]])
+    // A copy newer than the refresh period would be applied over the one being sent: kept.
+    expect(ids(recent.deferInFlight(batch([post('1', 61, true)])).batch)).toEqual(['1'])
+
+    settle(false)
+    await expect(deferred[0]!.committed).resolves.toBe(false)
+    // Settled: nothing is in flight, and the batch comes back as it was.
+    expect(recent.deferInFlight(next).batch).toBe(next)
+  })
+
+  it('tells each deferred copy the outcome of the statement that sends it', async () => {
+    const recent = new RecentlyStored()
+    const first = recent.sending([post('1', 0, true)])
+    const second = recent.sending([post('2', 0, true)])
+    const { deferred } = recent.deferInFlight(batch([post('1', 1, true), post('2', 1, true)]))
+    first(true)
+    second(false)
+    expect(await Promise.all(deferred.map((d) => d.committed))).toEqual([true, false])
+  })
+
+  it('defers to the latest statement sending a Post, and forgets it only when that one settles', () => {
+    const recent = new RecentlyStored()
+    const first = recent.sending([post('1', 0, true)])
+    const second = recent.sending([post('1', 1, true)])
+    first(true)
+    expect(recent.deferInFlight(batch([post('1', 2, true)])).deferred).toHaveLength(1)
+    second(true)
+    expect(recent.deferInFlight(batch([post('1', 2, true)])).deferred).toHaveLength(0)
+  })
+})

@@ -1,9 +1,16 @@
-import type { NormalizedBatch } from '@threadline/domain'
+import type { NormalizedBatch, PostRow } from '@threadline/domain'
 
 /** What a statement was sent, as `remember` reads it (a NormalizedBatch is one). */
 export interface SentRows {
   posts: ReadonlyArray<{ id: string; observed_at: string }>
   users: ReadonlyArray<{ id: string; observed_at: string; name: string; username: string }>
+}
+
+/** An included copy left out of a batch for a statement of this process storing the same Post. */
+export interface Deferred {
+  row: PostRow
+  /** Whether that statement committed; when it did not, the copy is stored after all. */
+  committed: Promise<boolean>
 }
 
 /** How long a stored copy satisfies an included one: store-batch.ts's INCLUDED_REFRESH. */
@@ -30,6 +37,8 @@ export class RecentlyStored {
   private readonly posts = new Map<string, number>()
   /** User id → the copy stored: when, and under which name and username. */
   private readonly users = new Map<string, { ms: number; name: string; username: string }>()
+  /** Post id → the copy an unsettled statement of this process sends: when, and its outcome. */
+  private readonly inFlight = new Map<string, { ms: number; committed: Promise<boolean> }>()
   /** Rows of a batch share one observed_at: parse it once, not per row. */
   private lastObserved = ''
   private lastMs = 0
@@ -67,6 +76,47 @@ export class RecentlyStored {
     })
     if (posts.length === batch.posts.length && users.length === batch.users.length) return batch
     return { ...batch, posts, users }
+  }
+
+  /**
+   * Registers the Posts a statement is about to send. Returns what to call once it has committed
+   * (true) or failed (false).
+   */
+  sending(posts: SentRows['posts']): (committed: boolean) => void {
+    let settle!: (committed: boolean) => void
+    const committed = new Promise<boolean>((resolve) => (settle = resolve))
+    const entries = posts.map((p) => [p.id, { ms: this.ms(p.observed_at), committed }] as const)
+    for (const [id, entry] of entries) this.inFlight.set(id, entry)
+    return (ok) => {
+      for (const [id, entry] of entries) {
+        if (this.inFlight.get(id) === entry) this.inFlight.delete(id)
+      }
+      settle(ok)
+    }
+  }
+
+  /**
+   * The batch without the included copies of Posts that an unsettled statement of this process
+   * sends, and those copies with that statement's outcome (see storeLines).
+   *
+   * Concurrent batches of a busy conversation carry the same parent. Each copy sent while the first
+   * was uncommitted waited on its insert's lock, then rewrote the row (its copy was newer): the
+   * batches were serialised on the thread's hot rows and Postgres wrote each of them again. Left
+   * out, the copy is what skipKnown would have dropped a moment later, once the first committed
+   * (by the same rule: within INCLUDED_REFRESH of the copy being sent).
+   */
+  deferInFlight(batch: NormalizedBatch): { batch: NormalizedBatch; deferred: Deferred[] } {
+    if (this.inFlight.size === 0) return { batch, deferred: [] }
+    const deferred: Deferred[] = []
+    const posts = batch.posts.filter((row) => {
+      const sending = row.included ? this.inFlight.get(row.id) : undefined
+      if (sending === undefined || sending.ms < this.ms(row.observed_at) - INCLUDED_REFRESH_MS) {
+        return true
+      }
+      deferred.push({ row, committed: sending.committed })
+      return false
+    })
+    return deferred.length === 0 ? { batch, deferred } : { batch: { ...batch, posts }, deferred }
   }
 
   /** Records the rows a committed statement was sent (what skipKnown returned). */

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import fc from 'fast-check'
-import { storeBatch, sql } from '@threadline/db'
+import { createDb, storeBatch, sql, withDatabase } from '@threadline/db'
 import { normalizeLines, type PostRow } from '@threadline/domain'
 import { createTestEnv, type TestEnv } from '@threadline/testing'
 import { generateConversation, prng, shuffle } from '@threadline/testing'
@@ -260,6 +260,69 @@ describe('storeBatch', () => {
     )
     expect(result.inserted + result.rejects).toBe(9)
     expect(await env.db.selectFrom('posts').select('id').execute()).toHaveLength(result.inserted)
+  })
+
+  describe('an included copy that a statement of the same process is storing', () => {
+    const parent = {
+      id: '1860000000000000100',
+      text: 'parent',
+      conversation_id: '1860000000000000100',
+      author_id: '1860000000000000001',
+    }
+    // A reply that carries its parent in includes, as every reply of a busy thread does.
+    const reply = (id: string) =>
+      JSON.stringify({
+        data: {
+          id,
+          text: `reply ${id}`,
+          conversation_id: parent.id,
+          author_id: '1860000000000000002',
+          referenced_tweets: [{ type: 'replied_to', id: parent.id }],
+        },
+        includes: { tweets: [parent] },
+      })
+    const storedIds = async () =>
+      (await env.db.selectFrom('posts').select('id').orderBy('id').execute()).map((r) => r.id)
+
+    it('is left to that statement when it commits', async () => {
+      await reset(env.db)
+      const recent = new RecentlyStored()
+      // Both start before either commits; the second's copy of the parent is newer.
+      const [a, b] = await Promise.all([
+        storeLines(env.db, [reply('1860000000000000101')], observed(1), 'test', recent),
+        storeLines(env.db, [reply('1860000000000000102')], observed(2), 'test', recent),
+      ])
+      // The parent once, by the first (recent.test.ts holds that the second did not send it).
+      expect(a).toMatchObject({ inserted: 2, updated: 0 })
+      expect(b).toMatchObject({ inserted: 1, updated: 0 })
+      expect(await storedIds()).toEqual([parent.id, '1860000000000000101', '1860000000000000102'])
+    })
+
+    it('is stored after all when that statement fails', async () => {
+      await reset(env.db)
+      const recent = new RecentlyStored()
+      const broken = createDb({
+        url: withDatabase(env.databaseUrl, 'threadline_no_such_database'),
+        poolMax: 1,
+      })
+      try {
+        const a = storeLines(broken, [reply('1860000000000000101')], observed(1), 'test', recent)
+        const b = storeLines(env.db, [reply('1860000000000000102')], observed(2), 'test', recent)
+        await expect(a).rejects.toThrow(/threadline_no_such_database/)
+        const stored = await b
+        // Its reply, then the parent it had left to the failed statement.
+        expect(stored).toMatchObject({ inserted: 2, updated: 0 })
+        expect(stored.fresh.flatMap((f) => f.payload.post_ids).sort()).toEqual([
+          parent.id,
+          '1860000000000000102',
+        ])
+        const published = stored.fresh.flatMap((f) => f.entries).find((e) => e.id === parent.id)
+        expect(JSON.parse(String(published!.body)).data).toEqual(parent)
+        expect(await storedIds()).toEqual([parent.id, '1860000000000000102'])
+      } finally {
+        await broken.destroy()
+      }
+    })
   })
 
   it('stores Posts found in includes.tweets and pages of twarc2 output', async () => {

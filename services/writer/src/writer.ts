@@ -34,7 +34,7 @@ import {
 } from '@threadline/queue'
 import { once, repeatEvery, withDeadline, type Repeating, type Service } from '@threadline/runtime'
 import { coalesced } from './coalesce.js'
-import { RecentlyStored, type SentRows } from './recent.js'
+import { RecentlyStored, type Deferred, type SentRows } from './recent.js'
 
 export interface WriterOptions {
   concurrency: number
@@ -120,6 +120,8 @@ interface PreparedLines {
   posts: PostBytes
   /** What the statement is sent, for RecentlyStored.remember after commit. */
   sent: SentRows
+  /** Included copies left to another statement of this process (RecentlyStored.deferInFlight). */
+  deferred: Deferred[]
 }
 
 /**
@@ -142,13 +144,16 @@ function prepareLines(
   )
   for (const line of lines) normalizer.addLine(lineText(line))
   const normalized = normalizer.result()
-  const batch = recent ? recent.skipKnown(normalized) : normalized
+  const { batch, deferred } = recent
+    ? recent.deferInFlight(recent.skipKnown(normalized))
+    : { batch: normalized, deferred: [] }
   const bytes = new WireBytes()
   const params = prepareBatch(batch, bytes)
   // From the whole batch: a Post's author travels with it even when its row was not resent.
   const users = new Map(normalized.users.map((u) => [u.id, u.raw]))
   const posts: PostBytes = new Map()
-  for (const p of batch.posts) {
+  // Deferred copies too: they are stored from here if their statement fails (storeOrphans).
+  for (const p of [...batch.posts, ...deferred.map((d) => d.row)]) {
     const author = p.author_id ? users.get(p.author_id) : undefined
     posts.set(p.id, { data: bytes.of(p.raw), author: author ? bytes.of(author) : undefined })
   }
@@ -161,7 +166,7 @@ function prepareLines(
       username: u.username,
     })),
   }
-  return { params, posts, sent }
+  return { params, posts, sent, deferred }
 }
 
 /** The entries of one outbox row, from the batch's bytes (no read back from Postgres). */
@@ -186,6 +191,10 @@ function freshFromMemory(posts: PostBytes, outbox: StoreResult['outbox']): Fresh
  * lines in halves until the offending lines are alone, and keeps each of those in ingest_rejects
  * with Postgres's reason. The rest of the batch is stored. Transient errors propagate, so BullMQ
  * retries the whole job with backoff. Returns what was newly stored, for publishing after commit.
+ *
+ * With `recent`, the included copies that another statement of this process is sending are left
+ * to it (see RecentlyStored.deferInFlight); once this batch has committed, those whose statement
+ * failed are stored here after all (storeOrphans), so none depends on a job that may never succeed.
  */
 export async function storeLines(
   db: Db,
@@ -194,12 +203,13 @@ export async function storeLines(
   source: string,
   recent?: RecentlyStored,
 ): Promise<StoredLines> {
-  const { params, posts, sent } = prepareLines(lines, observedAt, recent)
+  const { params, posts, sent, deferred } = prepareLines(lines, observedAt, recent)
+  const settle = recent?.sending(sent.posts)
+  let stored: StoreResult
   try {
-    const { outbox, ...result } = await storePrepared(db, params, source)
-    recent?.remember(sent)
-    return { ...result, fresh: freshFromMemory(posts, outbox) }
+    stored = await storePrepared(db, params, source)
   } catch (err) {
+    settle?.(false)
     if (!isDataError(err)) throw err
     if (lines.length === 1) {
       const reason = `refused by Postgres: ${(err as Error).message}`
@@ -209,18 +219,55 @@ export async function storeLines(
         { posts: [], users: [], rejects: [{ reason, raw }], empty: 0 },
         source,
       )
-      return { ...result, fresh: [] }
+      return addStored(
+        { ...result, fresh: [] },
+        await storeOrphans(db, deferred, posts, source, recent),
+      )
     }
+    // The halves defer nothing to this attempt (settled already); its own deferred copies are
+    // stored below once their statements settle.
     const mid = Math.ceil(lines.length / 2)
     const a = await storeLines(db, lines.slice(0, mid), observedAt, source, recent)
     const b = await storeLines(db, lines.slice(mid), observedAt, source, recent)
-    return {
-      inserted: a.inserted + b.inserted,
-      updated: a.updated + b.updated,
-      users: a.users + b.users,
-      rejects: a.rejects + b.rejects,
-      fresh: [...a.fresh, ...b.fresh],
-    }
+    return addStored(addStored(a, b), await storeOrphans(db, deferred, posts, source, recent))
+  }
+  settle?.(true)
+  recent?.remember(sent)
+  const { outbox, ...result } = stored
+  const main = { ...result, fresh: freshFromMemory(posts, outbox) }
+  return addStored(main, await storeOrphans(db, deferred, posts, source, recent))
+}
+
+/**
+ * Of the copies a batch deferred, stores those whose statement failed, once each has settled (each
+ * was sent by a statement that started before this batch's, so none waits on this one).
+ */
+async function storeOrphans(
+  db: Db,
+  deferred: readonly Deferred[],
+  posts: PostBytes,
+  source: string,
+  recent?: RecentlyStored,
+): Promise<StoredLines | undefined> {
+  if (deferred.length === 0) return undefined
+  const outcomes = await Promise.all(deferred.map((d) => d.committed))
+  const orphans = deferred.filter((_, i) => !outcomes[i]).map((d) => d.row)
+  if (orphans.length === 0) return undefined
+  const batch = { posts: orphans, users: [], rejects: [], empty: 0 }
+  const { outbox, ...result } = await storePrepared(db, prepareBatch(batch), source)
+  recent?.remember(batch)
+  return { ...result, fresh: freshFromMemory(posts, outbox) }
+}
+
+/** Two results of storing as one. */
+function addStored(a: StoredLines, b: StoredLines | undefined): StoredLines {
+  if (!b) return a
+  return {
+    inserted: a.inserted + b.inserted,
+    updated: a.updated + b.updated,
+    users: a.users + b.users,
+    rejects: a.rejects + b.rejects,
+    fresh: [...a.fresh, ...b.fresh],
   }
 }
 
