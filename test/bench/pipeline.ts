@@ -171,7 +171,8 @@ try {
     if (near && (await stored()) >= target) break
     // Far from the end a tenth of a second is close enough; every wake costs this process CPU the
     // pipeline shares (≈ 0.3 ms each here at 20 ms apart).
-    await new Promise((r) => setTimeout(r, near ? 100 : n >= target * 0.9 ? 20 : 100))
+    const pollMs = !near && n >= target * 0.9 ? 20 : 100
+    await new Promise((r) => setTimeout(r, pollMs))
   }
   await closeRedis(progress)
   const elapsedMs = performance.now() - t0

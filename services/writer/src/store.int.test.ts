@@ -3,7 +3,7 @@ import fc from 'fast-check'
 import { createDb, storeBatch, sql, withDatabase } from '@threadline/db'
 import { normalizeLines, type PostRow } from '@threadline/domain'
 import { createTestEnv, type TestEnv } from '@threadline/testing'
-import { generateConversation, prng, shuffle } from '@threadline/testing'
+import { generateConversation, prng, shuffle, waitFor } from '@threadline/testing'
 import { RecentlyStored } from './recent.js'
 import { storeLines } from './writer.js'
 
@@ -287,15 +287,40 @@ describe('storeBatch', () => {
     it('is left to that statement when it commits', async () => {
       await reset(env.db)
       const recent = new RecentlyStored()
-      // Both start before either commits; the second's copy of the parent is newer.
-      const [a, b] = await Promise.all([
-        storeLines(env.db, [reply('1860000000000000101')], observed(1), 'test', recent),
-        storeLines(env.db, [reply('1860000000000000102')], observed(2), 'test', recent),
-      ])
-      // The parent once, by the first (recent.test.ts holds that the second did not send it).
-      expect(a).toMatchObject({ inserted: 2, updated: 0 })
-      expect(b).toMatchObject({ inserted: 1, updated: 0 })
-      expect(await storedIds()).toEqual([parent.id, '1860000000000000101', '1860000000000000102'])
+      // Both statements stop at the outbox while it is locked: neither commits before the other
+      // has inserted its Posts. A copy of the parent sent by the second would then meet the
+      // first's uncommitted insert (or the first would meet the second's), and one of the
+      // counts below would differ.
+      const locker = createDb({ url: env.databaseUrl, poolMax: 1 })
+      let unlock!: () => void
+      const unlocked = new Promise<void>((resolve) => (unlock = resolve))
+      let locked!: () => void
+      const isLocked = new Promise<void>((resolve) => (locked = resolve))
+      const holding = locker.transaction().execute(async (trx) => {
+        await sql`LOCK TABLE outbox IN SHARE MODE`.execute(trx)
+        locked()
+        await unlocked
+      })
+      try {
+        await isLocked
+        const a = storeLines(env.db, [reply('1860000000000000101')], observed(1), 'test', recent)
+        const b = storeLines(env.db, [reply('1860000000000000102')], observed(2), 'test', recent)
+        await waitFor('both statements waiting on the outbox', async () => {
+          const { rows } = await sql<{ n: number }>`SELECT count(*)::int AS n FROM pg_locks
+            WHERE relation = 'outbox'::regclass AND NOT granted`.execute(env.db)
+          return rows[0]!.n >= 2
+        })
+        unlock()
+        await holding
+        // The parent once, by the first; the second did not send its newer copy.
+        expect(await a).toMatchObject({ inserted: 2, updated: 0 })
+        expect(await b).toMatchObject({ inserted: 1, updated: 0 })
+        expect(await storedIds()).toEqual([parent.id, '1860000000000000101', '1860000000000000102'])
+      } finally {
+        unlock()
+        await holding.catch(() => undefined)
+        await locker.destroy()
+      }
     })
 
     it('is stored after all when that statement fails', async () => {

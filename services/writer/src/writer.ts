@@ -205,37 +205,48 @@ export async function storeLines(
 ): Promise<StoredLines> {
   const { params, posts, sent, deferred } = prepareLines(lines, observedAt, recent)
   const settle = recent?.sending(sent.posts)
-  let stored: StoreResult
-  try {
-    stored = await storePrepared(db, params, source)
-  } catch (err) {
-    settle?.(false)
-    if (!isDataError(err)) throw err
-    if (lines.length === 1) {
-      const reason = `refused by Postgres: ${(err as Error).message}`
-      const raw = lineText(lines[0]!).replaceAll('\u0000', '\\u0000')
-      const { outbox: _none, ...result } = await storeBatch(
-        db,
-        { posts: [], users: [], rejects: [{ reason, raw }], empty: 0 },
-        source,
-      )
-      return addStored(
-        { ...result, fresh: [] },
-        await storeOrphans(db, deferred, posts, source, recent),
-      )
-    }
-    // The halves defer nothing to this attempt (settled already); its own deferred copies are
-    // stored below once their statements settle.
-    const mid = Math.ceil(lines.length / 2)
-    const a = await storeLines(db, lines.slice(0, mid), observedAt, source, recent)
-    const b = await storeLines(db, lines.slice(mid), observedAt, source, recent)
-    return addStored(addStored(a, b), await storeOrphans(db, deferred, posts, source, recent))
-  }
-  settle?.(true)
-  recent?.remember(sent)
-  const { outbox, ...result } = stored
-  const main = { ...result, fresh: freshFromMemory(posts, outbox) }
+  const main = await storePrepared(db, params, source).then(
+    ({ outbox, ...result }): StoredLines => {
+      settle?.(true)
+      recent?.remember(sent)
+      return { ...result, fresh: freshFromMemory(posts, outbox) }
+    },
+    (err: unknown) => {
+      settle?.(false)
+      return storeRefused(err, db, lines, observedAt, source, recent)
+    },
+  )
   return addStored(main, await storeOrphans(db, deferred, posts, source, recent))
+}
+
+/**
+ * After a statement failed: a transient error propagates; a row Postgres refused is isolated by
+ * halving the lines (each half is stored afresh, deferring to nothing of this failed attempt), and a
+ * line refused alone is kept in ingest_rejects with Postgres's reason.
+ */
+async function storeRefused(
+  err: unknown,
+  db: Db,
+  lines: readonly (string | Buffer)[],
+  observedAt: string,
+  source: string,
+  recent?: RecentlyStored,
+): Promise<StoredLines> {
+  if (!isDataError(err)) throw err
+  if (lines.length === 1) {
+    const reason = `refused by Postgres: ${(err as Error).message}`
+    const raw = lineText(lines[0]!).replaceAll('\u0000', '\\u0000')
+    const { outbox: _none, ...result } = await storeBatch(
+      db,
+      { posts: [], users: [], rejects: [{ reason, raw }], empty: 0 },
+      source,
+    )
+    return { ...result, fresh: [] }
+  }
+  const mid = Math.ceil(lines.length / 2)
+  const a = await storeLines(db, lines.slice(0, mid), observedAt, source, recent)
+  const b = await storeLines(db, lines.slice(mid), observedAt, source, recent)
+  return addStored(a, b)
 }
 
 /**
