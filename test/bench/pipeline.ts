@@ -9,7 +9,13 @@ import pg from 'pg'
 import { from as copyFrom, to as copyTo } from 'pg-copy-streams'
 import { loadConfig } from '@threadline/config'
 import { addRules, createApp, createDb, migrateToLatest, sql, withDatabase } from '@threadline/db'
-import { closeRedis, createRedis, deleteByPrefix, storedStreamKey } from '@threadline/queue'
+import {
+  closeRedis,
+  createRedis,
+  deleteByPrefix,
+  onCompletedJobs,
+  type PostsJobResult,
+} from '@threadline/queue'
 import { cpuPerUnit, cpuSnapshot, peakRssMb } from './lib/cpu.js'
 
 /**
@@ -90,6 +96,8 @@ const counts = async () => {
   return { live: Number(row.live), all: Number(row.all) }
 }
 const stored = async () => (await counts()).live
+let events: { close(): Promise<void> } | undefined
+let eventsConn: ReturnType<typeof createRedis> | undefined
 
 try {
   await migrateToLatest(db)
@@ -109,6 +117,14 @@ try {
     UPSTREAM_URL: simUrl,
     UPSTREAM_BEARER_TOKEN: token,
   }
+  // Progress: the Posts each `posts` job newly stored, live or history (an upper bound of the live
+  // count), from BullMQ's events stream, which the writer's jobs append to anyway. Listening from
+  // before the roles start, so no completion is missed.
+  eventsConn = createRedis(base.REDIS_URL, 'worker', 'bench-progress')
+  let newlyStored = 0
+  events = await onCompletedJobs<PostsJobResult>('posts', prefix, eventsConn, (result) => {
+    newlyStored += result.inserted
+  })
   const cli = fileURLToPath(new URL('../../packages/cli/src/main.ts', import.meta.url))
   roles.push(
     ...[...Array.from({ length: writers }, () => 'writer'), 'ingest'].map((role) =>
@@ -142,12 +158,10 @@ try {
 
   // Polling must not take the CPU it measures: a count of the stored Posts visits every row's
   // heap tuple (fresh rows are not all-visible; ≈ 6 µs of Postgres a row when it ran once a
-  // second), so it runs only near the end, whenever the stored stream (which the writer appends
-  // every newly stored Post to, live or not: an upper bound of the live count) says the target may
-  // be reached. The progress line reads that stream's length (XLEN is O(1)).
-  const progress = createRedis(base.REDIS_URL, 'producer', 'bench-progress')
-  const published = () => progress.xlen(storedStreamKey(prefix))
-  while ((await published()) === 0) {
+  // second), so it runs only near the end, whenever the jobs' results (every newly stored Post,
+  // live or not: an upper bound of the live count) say the target may be reached.
+  const published = () => newlyStored
+  while (published() === 0) {
     alive()
     await new Promise((r) => setTimeout(r, 10))
   }
@@ -159,7 +173,7 @@ try {
   for (;;) {
     alive()
     const now = performance.now()
-    const n = await published()
+    const n = published()
     if (now - lastPrint >= 1_000) {
       const perS = Math.round(((n - last) * 1000) / (now - lastPrint))
       console.log(`  ${n} newly stored (live and history), ${perS}/s`)
@@ -174,7 +188,6 @@ try {
     const pollMs = !near && n >= target * 0.9 ? 20 : 100
     await new Promise((r) => setTimeout(r, pollMs))
   }
-  await closeRedis(progress)
   const elapsedMs = performance.now() - t0
   const cpu1 = cpuSnapshot()
   // Postgres backends by who they serve (writer, ingest, this bench), the rest by their type.
@@ -271,6 +284,8 @@ try {
     }),
   )
 } finally {
+  await events?.close()
+  if (eventsConn) await closeRedis(eventsConn)
   sim.kill('SIGTERM')
   for (const child of roles) if (child.exitCode === null) child.kill('SIGKILL')
   await db.destroy()

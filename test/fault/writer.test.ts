@@ -8,6 +8,7 @@ import {
   createRedis,
   postsPayloadKey,
   storedStreamKey,
+  unpackStored,
   type PostsJob,
 } from '@threadline/queue'
 import { createTestEnv, generateConversation, waitFor, type TestEnv } from '@threadline/testing'
@@ -80,7 +81,7 @@ async function verifyExactlyOnce(db: TestEnv['db'], expectedPosts: number, prefi
       ) === 0,
   )
   const entries = await env.redis.xrange(storedStreamKey(prefix), '-', '+')
-  const ids = new Set(entries.map(([, fields]) => fields[fields.indexOf('id') + 1]))
+  const ids = new Set(entries.flatMap(([, fields]) => unpackStored(fields).map((e) => e.id)))
   expect(ids.size).toBe(expectedPosts)
   // Every payload was deleted once its batch was committed, the killed one's by its retry.
   expect(await env.redis.keys(postsPayloadKey(prefix, '*'))).toEqual([])

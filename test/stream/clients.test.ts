@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { ETwitterStreamEvent, TwitterApi, type ITwitterApiClientPlugin } from 'twitter-api-v2'
 import { Client as SdkClient } from 'twitter-api-sdk'
 import { createTestEnv, waitFor, type TestEnv } from '@threadline/testing'
+import { unpackStored } from '@threadline/queue'
 import type { Writer } from '@threadline/writer'
 import {
   appWithRules,
@@ -117,7 +118,7 @@ describe('twitter-api-sdk tweets.searchStream', () => {
         `${err.message}; received ${JSON.stringify(got.map((t) => t.data?.id))} of ` +
           `${JSON.stringify([root.id, reply.id])}; hub delivered ${api.stream.hub.delivered}, ` +
           `rules ${api.stream.hub.ruleCount(app.appId)}, stored ids ` +
-          JSON.stringify(entries.map(([, f]) => f[f.indexOf('id') + 1])),
+          JSON.stringify(entries.flatMap(([, f]) => unpackStored(f).map((e) => e.id))),
       )
     })
     await reading

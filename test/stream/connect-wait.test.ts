@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
-import { compareStreamIds } from '@threadline/queue'
+import { compareStreamIds, unpackStored } from '@threadline/queue'
 import { createTestEnv, waitFor, type TestEnv } from '@threadline/testing'
 import type { Writer } from '@threadline/writer'
 import {
@@ -59,7 +59,7 @@ function holdOpening(appId: string) {
 /** The `stored` stream id of the entry for Post `postId`. */
 async function storedIdOf(postId: string): Promise<string> {
   const entries = await env.redis.xrange(`${env.prefix}:stored`, '-', '+')
-  const entry = entries.find(([, f]) => f[f.indexOf('id') + 1] === postId)
+  const entry = entries.find(([, f]) => unpackStored(f).some((e) => e.id === postId))
   if (!entry) throw new Error(`Post ${postId} is not in the stored stream`)
   return entry[0]
 }

@@ -1,4 +1,11 @@
-import { Queue, Worker, UnrecoverableError, type JobsOptions, type Processor } from 'bullmq'
+import {
+  Queue,
+  QueueEvents,
+  Worker,
+  UnrecoverableError,
+  type JobsOptions,
+  type Processor,
+} from 'bullmq'
 import { isCluster, type Redis } from './connection.js'
 import { z } from 'zod'
 import type { Logger } from '@threadline/logger'
@@ -122,6 +129,30 @@ export function hasHashTag(key: string): boolean {
 export function queuePrefix(prefix: string, name: QueueName, connection: Redis): string {
   if (!isCluster(connection) || hasHashTag(prefix)) return prefix
   return `${prefix}:{${QUEUES[name].name}}`
+}
+
+/**
+ * Calls `onCompleted` with the result of each job of queue `name` that completes from now on, read
+ * from BullMQ's events stream on `connection` (a blocking read holds it: give it a connection of
+ * its own, role `worker`). Events are fire-and-forget: for watching progress, not for accounting.
+ */
+export async function onCompletedJobs<R>(
+  name: QueueName,
+  prefix: string,
+  connection: Redis,
+  onCompleted: (result: R) => void,
+): Promise<{ close(): Promise<void> }> {
+  const events = new QueueEvents(QUEUES[name].name, {
+    connection,
+    prefix: queuePrefix(prefix, name, connection),
+  })
+  events.on('error', () => {})
+  events.on('completed', ({ returnvalue }) => {
+    // BullMQ hands the stored JSON text, or the value already parsed, depending on its version.
+    onCompleted((typeof returnvalue === 'string' ? JSON.parse(returnvalue) : returnvalue) as R)
+  })
+  await events.waitUntilReady()
+  return { close: () => events.close() }
 }
 
 export function createQueue<T = unknown, R = unknown>(

@@ -1,23 +1,22 @@
 import type { Redis } from './connection.js'
 import { tailStream, type RawEntries, type StreamTail } from './tail-stream.js'
 import type { Logger } from '@threadline/logger'
-import { storedStreamKey, type StoredEntry } from './stored-stream.js'
+import { STORED_PACK, storedStreamKey, unpackStored, type StoredEntry } from './stored-stream.js'
 
-/** One entry of the `stored` stream with its stream id (`<ms>-<seq>`), as read back (text). */
+/**
+ * One Post or user change of the `stored` stream with the id (`<ms>-<seq>`) of the stream entry
+ * that holds it (an entry holds up to STORED_PACK), as read back (text).
+ */
 export interface StoredMessage extends StoredEntry {
   body: string
   streamId: string
 }
 
+/** The messages of stream entries, each entry unpacked (see publishStored). */
 function toMessages(raw: RawEntries): StoredMessage[] {
   const out: StoredMessage[] = []
   for (const [streamId, fields] of raw) {
-    const m: Partial<StoredMessage> = { streamId }
-    for (let i = 0; i + 1 < fields.length; i += 2) {
-      const k = fields[i]
-      if (k === 'type' || k === 'id' || k === 'body') m[k] = fields[i + 1] as never
-    }
-    if (m.type && m.id !== undefined && m.body !== undefined) out.push(m as StoredMessage)
+    for (const entry of unpackStored(fields)) out.push({ ...entry, streamId })
   }
   return out
 }
@@ -32,7 +31,7 @@ export function compareStreamIds(a: string, b: string): number {
 
 export interface StoredReaderOptions {
   prefix: string
-  /** Entries per XREAD. */
+  /** About how many Posts per XREAD (it asks for batch / STORED_PACK entries, at least one). */
   batch: number
   /** How long one XREAD blocks before asking again. */
   blockMs?: number
@@ -50,7 +49,7 @@ export type StoredReader = StreamTail
 export function readStored(redis: Redis, options: StoredReaderOptions): StoredReader {
   return tailStream(redis, storedStreamKey(options.prefix), {
     name: 'stored-reader',
-    count: options.batch,
+    count: Math.max(1, Math.ceil(options.batch / STORED_PACK)),
     blockMs: options.blockMs ?? 5_000,
     logger: options.logger,
     onEntries: async (raw) => {
@@ -61,17 +60,18 @@ export function readStored(redis: Redis, options: StoredReaderOptions): StoredRe
 }
 
 /**
- * Entries from `sinceMs` up to and including `untilId`, in pages of `count` (the backfill of a
- * stream connection). Entries already trimmed away are simply absent.
+ * Entries from `sinceMs` up to and including `untilId`, in pages of about `posts` (the backfill of
+ * a stream connection). Entries already trimmed away are simply absent.
  */
 export async function* rangeStored(
   redis: Redis,
   prefix: string,
   sinceMs: number,
   untilId: string,
-  count = 500,
+  posts = 500,
 ): AsyncGenerator<StoredMessage[]> {
   const key = storedStreamKey(prefix)
+  const count = Math.max(1, Math.ceil(posts / STORED_PACK))
   let start = `${Math.max(0, Math.floor(sinceMs))}-0`
   for (;;) {
     const raw = (await redis.xrange(key, start, untilId, 'COUNT', count)) as RawEntries

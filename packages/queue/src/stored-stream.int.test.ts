@@ -1,6 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createTestEnv, type TestEnv } from '@threadline/testing'
-import { publishStored, storedStreamKey, type StoredEntry } from './stored-stream.js'
+import { rangeStored } from './stored-reader.js'
+import {
+  publishStored,
+  STORED_PACK,
+  storedStreamKey,
+  unpackStored,
+  type StoredEntry,
+} from './stored-stream.js'
 
 let env: TestEnv
 beforeAll(async () => {
@@ -9,7 +16,7 @@ beforeAll(async () => {
 afterAll(() => env?.close())
 
 describe('publishStored', () => {
-  it('appends every entry in order with its fields, across script calls', async () => {
+  it('appends every entry in order, packed STORED_PACK to a stream entry', async () => {
     const entries: StoredEntry[] = Array.from({ length: 1_203 }, (_, i) => ({
       type: i % 100 === 0 ? 'user_change' : 'post',
       id: String(10n ** 18n + BigInt(i)),
@@ -27,9 +34,23 @@ describe('publishStored', () => {
       60_000,
     )
     const stored = await env.redis.xrange(storedStreamKey(env.prefix), '-', '+')
-    expect(stored.map(([, f]) => ({ type: f[1], id: f[3], body: f[5] }))).toEqual(entries)
-    expect(stored.map(([, f]) => [f[0], f[2], f[4]])).toEqual(
-      entries.map(() => ['type', 'id', 'body']),
-    )
+    expect(stored.flatMap(([, f]) => unpackStored(f))).toEqual(entries)
+    // 3 in one stream entry, then 1,200 in 12.
+    expect(stored.map(([, f]) => f.length / 6)).toEqual([3, ...Array(12).fill(STORED_PACK)])
+    // The reader's pages hold the same entries, each with the id of the stream entry holding it.
+    const pages: Array<StoredEntry & { streamId: string }> = []
+    for await (const page of rangeStored(env.redis, env.prefix, 0, '+', 250)) pages.push(...page)
+    expect(pages.map(({ streamId: _, ...e }) => e)).toEqual(entries)
+    expect(new Set(pages.map((p) => p.streamId))).toEqual(new Set(stored.map(([id]) => id)))
+  })
+
+  it('reads an entry of one Post (as written before packing) and skips incomplete triples', () => {
+    expect(unpackStored(['type', 'post', 'id', '1', 'body', '{}'])).toEqual([
+      { type: 'post', id: '1', body: '{}' },
+    ])
+    expect(
+      unpackStored(['type', 'post', 'body', 'x', 'type', 'post', 'id', '2', 'body', '{"a":1}']),
+    ).toEqual([{ type: 'post', id: '2', body: '{"a":1}' }])
+    expect(unpackStored(['type', 'post', 'id', '3'])).toEqual([])
   })
 })
