@@ -34,6 +34,11 @@ export interface PostsBatch {
    * neither queues the batch twice nor leaves a payload behind. Default: a fresh id.
    */
   id?: string
+  /**
+   * `id` was made for this call and never tried before, so no earlier attempt can have added its
+   * job: the add skips looking for one (a round trip and a job read per batch).
+   */
+  firstAttempt?: boolean
   source: string
   observed_at: string
   /** Text, or the UTF-8 bytes the upstream sent (the stream's lines are never decoded on the way). */
@@ -53,7 +58,7 @@ export async function addPostsBatch(
 ): Promise<Job<PostsJob>> {
   const { source, observed_at: observedAt, lines } = batch
   const id = batch.id ?? randomUUID()
-  if (batch.id !== undefined) {
+  if (batch.id !== undefined && !batch.firstAttempt) {
     // A retry of an add that reached Redis (its reply was lost): the job is there, and its payload
     // may already be stored and deleted. Writing the payload again would leave it behind.
     const existing = await queue.getJob(id)

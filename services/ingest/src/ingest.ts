@@ -106,8 +106,15 @@ export function createIngest(deps: IngestDeps): Ingest {
     given?: string,
   ) => {
     let id = given ?? batchIds.get(lines)
+    const firstAttempt = id === undefined
     if (id === undefined) batchIds.set(lines, (id = randomUUID()))
-    await addPostsBatch(postsQueue, redis, prefix, { id, source, observed_at: observedAt, lines })
+    await addPostsBatch(postsQueue, redis, prefix, {
+      id,
+      firstAttempt,
+      source,
+      observed_at: observedAt,
+      lines,
+    })
     counters.batches += 1
     metrics?.batchQueued(source, lines.length)
   }
