@@ -35,8 +35,9 @@ describe('publishStored', () => {
     )
     const stored = await env.redis.xrange(storedStreamKey(env.prefix), '-', '+')
     expect(stored.flatMap(([, f]) => unpackStored(f))).toEqual(entries)
-    // 3 in one stream entry, then 1,200 in 12.
-    expect(stored.map(([, f]) => f.length / 6)).toEqual([3, ...Array(12).fill(STORED_PACK)])
+    // 3 in one stream entry, then 1,200 in 12, each a field `<type>:<id>` and its body.
+    expect(stored.map(([, f]) => f.length / 2)).toEqual([3, ...Array(12).fill(STORED_PACK)])
+    expect(stored[0]![1][0]).toBe(`${entries[0]!.type}:${entries[0]!.id}`)
     // The reader's pages hold the same entries, each with the id of the stream entry holding it.
     const pages: Array<StoredEntry & { streamId: string }> = []
     for await (const page of rangeStored(env.redis, env.prefix, 0, '+', 250)) pages.push(...page)
@@ -44,7 +45,7 @@ describe('publishStored', () => {
     expect(new Set(pages.map((p) => p.streamId))).toEqual(new Set(stored.map(([id]) => id)))
   })
 
-  it('reads an entry of one Post (as written before packing) and skips incomplete triples', () => {
+  it('reads an entry of one Post (as written before packing) and skips what it cannot read', () => {
     expect(unpackStored(['type', 'post', 'id', '1', 'body', '{}'])).toEqual([
       { type: 'post', id: '1', body: '{}' },
     ])
@@ -52,5 +53,19 @@ describe('publishStored', () => {
       unpackStored(['type', 'post', 'body', 'x', 'type', 'post', 'id', '2', 'body', '{"a":1}']),
     ).toEqual([{ type: 'post', id: '2', body: '{"a":1}' }])
     expect(unpackStored(['type', 'post', 'id', '3'])).toEqual([])
+    expect(
+      unpackStored([
+        'other:4',
+        '{}',
+        'post:5',
+        '{"b":2}',
+        'type',
+        'other',
+        'id',
+        '6',
+        'body',
+        '{}',
+      ]),
+    ).toEqual([{ type: 'post', id: '5', body: '{"b":2}' }])
   })
 })
