@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { dirname, join } from 'node:path'
+import { createInterface } from 'node:readline'
 import { Readable, Writable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
 import { fileURLToPath } from 'node:url'
@@ -19,11 +20,17 @@ import {
 import { cpuPerUnit, cpuSnapshot, peakRssMb } from './lib/cpu.js'
 
 /**
- * `pnpm bench pipeline [posts] [rate] [--writers N] [--profile]`: the simulator at full speed (its own process) → ingest →
- * BullMQ `posts` → writer → Postgres, for a fixed number of Posts. Reports Posts/s end to end and,
- * in the same run, the rate of a plain COPY of the same rows into a table identical to posts; the last
- * line is JSON with `ratio` = pipeline rows/s / COPY rows/s (rows: the live Posts and the history
- * Posts their lines carried, which the writer stores in the same time and the COPY loads too).
+ * `pnpm bench pipeline [posts] [--warmup N] [--writers N] [--profile]`: the simulator (its own
+ * process) → ingest → BullMQ `posts` → writer → Postgres, for a fixed number of Posts. Reports
+ * Posts/s end to end and, in the same run, the rate of a plain COPY of the same rows into a table
+ * identical to posts; the last line is JSON with `ratio` = pipeline rows/s / COPY rows/s (rows: the
+ * Posts and the history Posts their lines carried, which the writer stores in the same time and
+ * the COPY loads too).
+ *
+ * Steady state, as a long-running pipeline is: `--warmup` Posts (default a tenth of `posts`, at
+ * least 5,000) go through the whole pipeline first, untimed, so that the roles' code is compiled
+ * and their caches and connections are what they are in service; the timed Posts follow once
+ * every warm-up Post is stored. The COPY's median of three rounds is warm in the same way.
  */
 const { values, positionals } = parseArgs({
   allowPositionals: true,
@@ -34,10 +41,12 @@ const { values, positionals } = parseArgs({
     profile: { type: 'boolean', default: false },
     // Extra V8/Node flags for the writer and ingest processes, to try a setting (space-separated).
     'node-flags': { type: 'string', default: '' },
+    // Posts through the pipeline before the timed ones (JIT, caches, connections); see above.
+    warmup: { type: 'string' },
   },
 })
 const target = Number(positionals[0] ?? 50_000)
-const rate = Number(positionals[1] ?? 100_000)
+const warmup = Number(values.warmup ?? Math.max(5_000, Math.round(target / 10)))
 const writers = Number(values.writers)
 const profile = values.profile ? ['--cpu-prof', '--cpu-prof-dir=/tmp/bench-pipeline-prof'] : []
 const nodeFlags = values['node-flags'].split(' ').filter(Boolean)
@@ -64,45 +73,42 @@ const sim = spawn(
     '--import',
     'tsx',
     join(here, 'lib', 'pipeline-simulator.ts'),
-    String(rate),
     token,
     String(target),
+    String(warmup),
   ],
-  { stdio: ['ignore', 'pipe', 'inherit'] },
+  { stdio: ['pipe', 'pipe', 'inherit'] },
 )
-const { url: simUrl, liveFrom } = await new Promise<{ url: string; liveFrom: string }>(
-  (resolve, reject) => {
-    let out = ''
-    sim.stdout.on('data', (chunk: Buffer) => {
-      out += chunk.toString('utf8')
-      const line = out.split('\n')[0]
-      if (out.includes('\n')) resolve(JSON.parse(line!) as { url: string; liveFrom: string })
-    })
-    sim.once('exit', (code) => reject(new Error(`simulator exited with ${code}`)))
-  },
-)
+// The simulator's lines on stdout (see pipeline-simulator.ts), each JSON, in order.
+const simLines = createInterface({ input: sim.stdout })[Symbol.asyncIterator]()
+const simSays = async <T>(): Promise<T> => {
+  const next = await simLines.next()
+  if (next.done) throw new Error('the simulator exited')
+  return JSON.parse(next.value) as T
+}
+const { url: simUrl, liveFrom } = await simSays<{ url: string; liveFrom: string }>()
 
 const roles: ReturnType<typeof spawn>[] = []
-// The simulator's live Posts (its history, which quotes and replies can bring in as included
-// copies, is older than liveFrom): the bench is done when all `target` of them are stored. `all`
-// counts every row, the history Posts the lines carried too, for the ratio's rows.
-const counts = async () => {
+// The simulator's Posts made since `from` (its history, which quotes and replies can bring in as
+// included copies, is older than liveFrom; the warm-up's is older than the timed burst's start):
+// the bench is done when all `target` timed ones are stored. `all` counts every row, the history
+// Posts the lines carried too, for the ratio's rows.
+const counts = async (from: string) => {
   const row = (
     await sql<{ live: string; all: string }>`SELECT
-        count(*) FILTER (WHERE created_at >= ${liveFrom}::timestamptz)::text AS live,
+        count(*) FILTER (WHERE created_at >= ${from}::timestamptz)::text AS live,
         count(*)::text AS all
       FROM posts`.execute(db)
   ).rows[0]!
   return { live: Number(row.live), all: Number(row.all) }
 }
-const stored = async () => (await counts()).live
 let events: { close(): Promise<void> } | undefined
 let eventsConn: ReturnType<typeof createRedis> | undefined
 
 try {
   await migrateToLatest(db)
   console.log(
-    `pipeline: ${target} Posts, simulator at up to ${rate}/s (${simUrl}), database ${database}`,
+    `pipeline: ${target} Posts after ${warmup} of warm-up, simulator ${simUrl}, database ${database}`,
   )
   // Writer and ingest run as their own processes, as in production (each with its own event loop).
   const roleEnv = {
@@ -160,14 +166,28 @@ try {
   // heap tuple (fresh rows are not all-visible; ≈ 6 µs of Postgres a row when it ran once a
   // second), so it runs only near the end, whenever the jobs' results (every newly stored Post,
   // live or not: an upper bound of the live count) say the target may be reached.
-  const published = () => newlyStored
-  while (published() === 0) {
+  let storedBefore = 0
+  const published = () => newlyStored - storedBefore
+  const warmupSent = (await simSays<{ warmup: number }>()).warmup
+  // Untimed: every warm-up Post stored (polling costs nothing measured here).
+  while ((await counts(liveFrom)).live < warmupSent) {
+    alive()
+    await new Promise((r) => setTimeout(r, 100))
+  }
+  console.log(`  warm-up: ${warmupSent} Posts stored`)
+  storedBefore = newlyStored
+  sim.stdin.write('go\n')
+  const { measuredFrom } = await simSays<{ measuredFrom: string }>()
+  const stored = async () => (await counts(measuredFrom)).live
+  // The window opens with the first timed batch stored (a count: a warm-up job's late event must
+  // not open it).
+  while ((await stored()) === 0) {
     alive()
     await new Promise((r) => setTimeout(r, 10))
   }
   const t0 = performance.now()
   const cpu0 = cpuSnapshot()
-  const start = await counts()
+  const start = await counts(measuredFrom)
   let last = 0
   let lastPrint = t0
   for (;;) {
@@ -193,7 +213,7 @@ try {
   // Postgres backends by who they serve (writer, ingest, this bench), the rest by their type.
   const backends = await sql<{ pid: number; who: string }>`SELECT pid,
       coalesce(nullif(application_name, ''), backend_type) AS who FROM pg_stat_activity`.execute(db)
-  const end = await counts()
+  const end = await counts(measuredFrom)
   const storedRows = end.live - start.live
   const pipelineRate = (storedRows * 1000) / elapsedMs
   // The ratio compares rows with rows: in the same time the writer also stored the history Posts

@@ -74,6 +74,12 @@ export interface Simulator extends Service {
   resetSent(): void
   /** Makes `count` Posts now and streams those that match. */
   emit(count: number): SimPost[]
+  /**
+   * Makes `count` Posts at `atMs` (their ids and times are not older), renders them for the open
+   * streams before writing any, then writes them as fast as each reader takes them: a benchmark's
+   * load, with the upstream's own work outside the time it measures. Returns how many matched.
+   */
+  burst(count: number, atMs?: number): number
   /** Makes a reply in a conversation now and streams it. */
   reply(conversationId: string, parentId?: string): SimPost
   /** Conversations that keep getting replies (for demos). */
@@ -136,6 +142,14 @@ export function createSimulator(options: SimulatorOptions = {}): Simulator {
     return posts
   }
 
+  function burst(count: number, atMs = Date.now()): number {
+    const posts = world.generate(count, atMs)
+    generated += posts.length
+    const matched = hub.prepare(posts)
+    hub.pump()
+    return matched
+  }
+
   // Live generation: a tick makes the Posts due since the last one, all in one batch.
   let timer: NodeJS.Timeout | undefined
   let baseMs = 0
@@ -146,10 +160,7 @@ export function createSimulator(options: SimulatorOptions = {}): Simulator {
     if (options.pregenerate && options.stopAfter !== undefined) {
       if (hub.size === 0 || rules.size === 0) return
       clearInterval(timer)
-      const posts = world.generate(options.stopAfter, now)
-      generated += posts.length
-      hub.prepare(posts)
-      hub.pump()
+      burst(options.stopAfter, now)
       return
     }
     // A fixed-count run (stopAfter) makes its Posts for a reader: none are made while none listens.
@@ -798,6 +809,7 @@ export function createSimulator(options: SimulatorOptions = {}): Simulator {
     stats: statsSnapshot,
     resetSent: () => hub.resetSent(),
     emit: (count) => produce(world.generate(count)),
+    burst,
     reply: (conversationId, parentId) =>
       produce([world.addReply(conversationId, parentId !== undefined ? { parentId } : {})])[0]!,
     demoConversations: () => world.demoConversations(),
