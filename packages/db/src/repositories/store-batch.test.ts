@@ -36,7 +36,8 @@ describe('storeBatch parameters', () => {
         fc.string({ unit: 'binary' }),
         fc.option(fc.string({ maxLength: 5 })),
         fc.option(fc.nat()),
-        (text, name, lang, likes) => {
+        fc.boolean(),
+        (text, name, lang, likes, quoted) => {
           const line = JSON.stringify({
             data: {
               id: '20',
@@ -46,7 +47,10 @@ describe('storeBatch parameters', () => {
               conversation_id: '10',
               ...(lang === null ? {} : { lang }),
               ...(likes === null ? {} : { public_metrics: { like_count: likes } }),
-              referenced_tweets: [{ type: 'replied_to', id: '10' }],
+              referenced_tweets: [
+                { type: 'replied_to', id: '10' },
+                ...(quoted ? [{ type: 'quoted', id: '11' }] : []),
+              ],
             },
             includes: {
               users: [{ id: '7', name, username: 'u' }],
@@ -65,6 +69,7 @@ describe('storeBatch parameters', () => {
               t: p.search_terms,
               c: p.created_at,
               ...(p.in_reply_to_post_id === null ? {} : { p: p.in_reply_to_post_id }),
+              ...(quoted && p.id === '20' ? { q: [{ type: 'quoted', id: '11' }] } : {}),
               o: p.observed_at,
               i: p.included,
             })),
