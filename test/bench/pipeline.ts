@@ -166,8 +166,6 @@ try {
   // heap tuple (fresh rows are not all-visible; ≈ 6 µs of Postgres a row when it ran once a
   // second), so it runs only near the end, whenever the jobs' results (every newly stored Post,
   // live or not: an upper bound of the live count) say the target may be reached.
-  let storedBefore = 0
-  const published = () => newlyStored - storedBefore
   const warmupSent = (await simSays<{ warmup: number }>()).warmup
   // Untimed: every warm-up Post stored (polling costs nothing measured here).
   while ((await counts(liveFrom)).live < warmupSent) {
@@ -175,7 +173,7 @@ try {
     await new Promise((r) => setTimeout(r, 100))
   }
   console.log(`  warm-up: ${warmupSent} Posts stored`)
-  storedBefore = newlyStored
+  newlyStored = 0
   sim.stdin.write('go\n')
   const { measuredFrom } = await simSays<{ measuredFrom: string }>()
   const stored = async () => (await counts(measuredFrom)).live
@@ -193,7 +191,7 @@ try {
   for (;;) {
     alive()
     const now = performance.now()
-    const n = published()
+    const n = newlyStored
     if (now - lastPrint >= 1_000) {
       const perS = Math.round(((n - last) * 1000) / (now - lastPrint))
       console.log(`  ${n} newly stored (live and history), ${perS}/s`)

@@ -26,7 +26,10 @@ interface StreamClient {
   raw: () => string
   /** Complete lines (without their \r\n), keep-alives as ''. */
   lines: () => string[]
-  posts: () => { data: { id: string; conversation_id?: string }; matching_rules: unknown[] }[]
+  posts: () => {
+    data: { id: string; conversation_id?: string; created_at?: string }
+    matching_rules: unknown[]
+  }[]
   ended: () => boolean
   close: () => void
 }
@@ -515,23 +518,29 @@ describe('simulator lifecycle', () => {
     }
   })
 
-  it('with pregenerate, renders all stopAfter Posts first, then writes them as the reader takes them', async () => {
+  it('bursts: renders all its Posts first, then writes them as the reader takes them', async () => {
     const sim = fixedCountSimulator({
-      // `rate` is no limit: 3,000 Posts at 10/s would take 5 minutes.
-      rate: 10,
-      stopAfter: 3_000,
-      pregenerate: true,
+      rate: 0,
       // Far less than 3,000 lines: the writes must stop on a full buffer and resume on drain.
       maxStreamBufferBytes: 64 * 1024,
       slowReader: 'pause',
     })
     await sim.start()
     try {
-      const ids = (await streamUntilQuiet(sim, 3_000)).map((p) => p.data.id)
+      await addRule(sim, 'everything')
+      const stream = await openStream(sim)
+      await until('the stream open', () => sim.stats().streamConnections === 1)
+      const atMs = Date.now()
+      expect(sim.burst(3_000, atMs)).toBe(3_000)
+      await until('3,000 Posts streamed', () => stream.posts().length >= 3_000)
+      const ids = stream.posts().map((p) => p.data.id)
       expect(ids).toHaveLength(3_000)
       expect(new Set(ids).size).toBe(3_000)
       expect(sim.stats().generated).toBe(3_000)
       expect(sim.stats().sent.total).toBe(3_000)
+      // None older than the burst's time: a bench tells a burst's Posts from earlier ones by it.
+      const created = stream.posts().map((p) => Date.parse(p.data.created_at!))
+      expect(Math.min(...created)).toBeGreaterThanOrEqual(atMs)
     } finally {
       for (const s of openStreams.splice(0)) s.close()
       await sim.close()

@@ -31,12 +31,6 @@ export interface SimulatorOptions {
    * stream connection before it starts; unset: never stops.
    */
   stopAfter?: number
-  /**
-   * With stopAfter: once a reader and a rule are there, make and render all stopAfter Posts at once,
-   * then write them as fast as the reader takes them (benchmarks: the upstream's own work, which X
-   * does on other machines, stays out of the measured time). `rate` is then not a limit.
-   */
-  pregenerate?: boolean
   bearerToken?: string
   /** A bare `\r\n` after this long without a line (X: 20 s). */
   keepAliveMs?: number
@@ -157,12 +151,6 @@ export function createSimulator(options: SimulatorOptions = {}): Simulator {
   let madeLive = 0
   function tick() {
     const now = Date.now()
-    if (options.pregenerate && options.stopAfter !== undefined) {
-      if (hub.size === 0 || rules.size === 0) return
-      clearInterval(timer)
-      burst(options.stopAfter, now)
-      return
-    }
     // A fixed-count run (stopAfter) makes its Posts for a reader: none are made while none listens.
     if (hub.blocked || (options.stopAfter !== undefined && hub.size === 0)) {
       // Generation waits for the reader; restart the schedule so it does not burst afterwards.

@@ -226,11 +226,7 @@ export async function storeLines(
  */
 async function storeRefused(
   err: unknown,
-  db: Db,
-  lines: readonly (string | Buffer)[],
-  observedAt: string,
-  source: string,
-  recent?: RecentlyStored,
+  ...[db, lines, observedAt, source, recent]: Parameters<typeof storeLines>
 ): Promise<StoredLines> {
   if (!isDataError(err)) throw err
   if (lines.length === 1) {
