@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import fc from 'fast-check'
-import { createDb, storeBatch, sql, withDatabase } from '@threadline/db'
+import { arrayLiteral, createDb, storeBatch, sql, withDatabase } from '@threadline/db'
 import { normalizeLines, type PostRow } from '@threadline/domain'
 import { createTestEnv, type TestEnv } from '@threadline/testing'
 import { generateConversation, prng, shuffle, waitFor } from '@threadline/testing'
@@ -499,6 +499,24 @@ describe('storeBatch', () => {
         },
       ),
       { numRuns: 60 },
+    )
+  })
+
+  it('reads back every search term array as it was sent, whatever its text', async () => {
+    // Search terms travel as text[] literals (arrayLiteral): quotes, backslashes, braces, commas,
+    // spaces, empty strings and the word NULL must all come back as text.
+    const term = fc.oneof(
+      fc.string({ unit: 'binary' }).filter((t) => !t.includes('\u0000')),
+      fc.constantFrom('NULL', 'null', '', ' ', '{', '}', ',', '"', '\\', 'a b', '\\"'),
+    )
+    await fc.assert(
+      fc.asyncProperty(fc.array(term, { maxLength: 30 }), async (terms) => {
+        const { rows } = await sql<{
+          terms: string[]
+        }>`SELECT ${arrayLiteral(terms)}::text::text[] AS terms`.execute(env.db)
+        expect(rows[0]!.terms).toEqual(terms)
+      }),
+      { numRuns: 300 },
     )
   })
 })

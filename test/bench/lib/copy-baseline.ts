@@ -3,6 +3,7 @@ import { Readable } from 'node:stream'
 import pg from 'pg'
 import copyStreams from 'pg-copy-streams'
 import { normalizeLines } from '@threadline/domain'
+import { arrayLiteral } from '@threadline/db'
 
 const COLUMNS = [
   'id',
@@ -24,16 +25,12 @@ const COLUMNS = [
   'observed_at',
 ] as const
 
-/** A text[] literal: each element quoted, its quotes and backslashes escaped. */
-const textArray = (items: readonly string[]) =>
-  `{${items.map((t) => `"${t.replace(/["\\]/g, '\\$&')}"`).join(',')}}`
-
 /** COPY text format: backslash, tab, newline and carriage return escaped; NULL is \N. */
 function field(value: unknown, column: string): string {
   if (value === null || value === undefined) return '\\N'
   const s =
     column === 'search_terms'
-      ? textArray(value as string[])
+      ? arrayLiteral(value as string[])
       : typeof value === 'string'
         ? value
         : JSON.stringify(value)

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import fc from 'fast-check'
 import { normalizeLines } from '@threadline/domain'
-import { postsParams, textArray, usersParams, WireBytes } from './store-batch.js'
+import { arrayLiteral, postsParams, textArray, usersParams, WireBytes } from './store-batch.js'
 
 /** A jsonb parameter in binary form: version 1, then the text. */
 function jsonbText(param: Buffer): string {
@@ -64,9 +64,11 @@ describe('storeBatch parameters', () => {
           expect(elements(posts.raw).map((r) => JSON.parse(r) as unknown)).toEqual(
             batch.posts.map((p) => plain(p.raw)),
           )
+          expect(elements(posts.terms)).toEqual(
+            batch.posts.map((p) => arrayLiteral(p.search_terms)),
+          )
           expect(JSON.parse(jsonbText(posts.rest))).toEqual(
             batch.posts.map((p) => ({
-              t: p.search_terms,
               c: p.created_at,
               ...(p.in_reply_to_post_id === null ? {} : { p: p.in_reply_to_post_id }),
               ...(quoted && p.id === '20' ? { q: [{ type: 'quoted', id: '11' }] } : {}),
