@@ -148,17 +148,24 @@ try {
   // instead of leaving it waiting for Posts that will never come.
   let measuring = true
   let died: string | undefined
+  let onDeath: (err: Error) => void = () => {}
+  // Rejects when one exits: what waits on the simulator's next line races it.
+  const death = new Promise<never>((_, reject) => (onDeath = reject))
+  death.catch(() => {})
   for (const [name, child] of [
     ...roles.map((c, i) => [i < writers ? 'writer' : 'ingest', c] as const),
     ['simulator', sim] as const,
   ]) {
     child.once('exit', (code, signal) => {
-      if (measuring) died ??= `${name} exited (${signal ?? `code ${code}`}) before the run ended`
+      if (!measuring) return
+      died ??= `${name} exited (${signal ?? `code ${code}`}) before the run ended`
+      onDeath(new Error(died))
     })
   }
   const alive = () => {
     if (died) throw new Error(died)
   }
+  const simSaysWhileAlive = <T>() => Promise.race([simSays<T>(), death])
   const app = await createApp(db, 'bench')
   await addRules(db, app.app_id, [{ value: 'bench:everything' }], { cap: 1000 })
 
@@ -166,7 +173,7 @@ try {
   // heap tuple (fresh rows are not all-visible; ≈ 6 µs of Postgres a row when it ran once a
   // second), so it runs only near the end, whenever the jobs' results (every newly stored Post,
   // live or not: an upper bound of the live count) say the target may be reached.
-  const warmupSent = (await simSays<{ warmup: number }>()).warmup
+  const warmupSent = (await simSaysWhileAlive<{ warmup: number }>()).warmup
   // Untimed: every warm-up Post stored (polling costs nothing measured here).
   while ((await counts(liveFrom)).live < warmupSent) {
     alive()
@@ -175,7 +182,7 @@ try {
   console.log(`  warm-up: ${warmupSent} Posts stored`)
   newlyStored = 0
   sim.stdin.write('go\n')
-  const { measuredFrom } = await simSays<{ measuredFrom: string }>()
+  const { measuredFrom } = await simSaysWhileAlive<{ measuredFrom: string }>()
   const stored = async () => (await counts(measuredFrom)).live
   // The window opens with the first timed batch stored (a count: a warm-up job's late event must
   // not open it).

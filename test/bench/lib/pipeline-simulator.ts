@@ -53,6 +53,8 @@ input.on('line', (line) => {
 
 const stop = () => {
   const stats = sim.stats()
+  // A run that ended before the ingest read (a role that failed to start) still has this timer.
+  clearInterval(reading)
   input.close()
   void sim.close().then(() => {
     process.stderr.write(`simulator: generated ${stats.generated}, sent ${stats.sent.total}\n`)
