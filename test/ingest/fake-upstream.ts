@@ -1,5 +1,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
+import zlib, { createGzip } from 'node:zlib'
 
 /**
  * A small X-compatible upstream for the ingest's tests: stream rules, the filtered stream (rules
@@ -27,7 +28,7 @@ export class FakeUpstream {
   readonly rules = new Map<string, { id: string; value: string }>()
   /** Everything the upstream "has", by conversation, oldest first. */
   private readonly posts = new Map<string, StoredLine[]>()
-  private readonly streams = new Set<ServerResponse>()
+  private readonly streams = new Set<StreamOut>()
   readonly requests: RequestLog[] = []
   /** Answers given to the next stream connections instead of a stream, in order. */
   readonly connectFaults: ConnectFault[] = []
@@ -40,6 +41,8 @@ export class FakeUpstream {
   keepAliveMs = 0
   /** While true, no keep-alives are sent (a silent stream). */
   silent = false
+  /** Streams are sent gzip-encoded to a client that accepts it (flushed after every write). */
+  gzip = false
   private keepAlive: NodeJS.Timeout | undefined
   /** Stream connections that were opened (with their query), in order. */
   readonly connections: Array<Record<string, string>> = []
@@ -223,10 +226,15 @@ export class FakeUpstream {
           type: 'https://api.twitter.com/2/problems/streaming-connection',
         })
       }
-      res.writeHead(200, { 'content-type': 'application/json; charset=utf-8' })
+      const gzip = this.gzip && /\bgzip\b/.test(String(req.headers['accept-encoding'] ?? ''))
+      res.writeHead(200, {
+        'content-type': 'application/json; charset=utf-8',
+        ...(gzip ? { 'content-encoding': 'gzip' } : {}),
+      })
       res.flushHeaders()
-      this.streams.add(res)
-      res.on('close', () => this.streams.delete(res))
+      const out = gzip ? gzipOut(res) : res
+      this.streams.add(out)
+      res.on('close', () => this.streams.delete(out))
       return
     }
 
@@ -279,4 +287,28 @@ export class FakeUpstream {
 
     return this.send(res, 404, { title: 'Not Found Error' })
   }
+}
+
+/** What a stream is written through: the response itself, or a gzip stream in front of it. */
+type StreamOut = Pick<ServerResponse, 'write' | 'end' | 'destroy'>
+
+/** Gzip in front of a response, flushed after each write so that every line arrives at once. */
+function gzipOut(res: ServerResponse): StreamOut {
+  const gz = createGzip()
+  gz.pipe(res)
+  return {
+    write: (chunk: string) => {
+      gz.write(chunk)
+      gz.flush(zlib.Z_SYNC_FLUSH)
+      return true
+    },
+    end: () => {
+      gz.end()
+      return res
+    },
+    destroy: () => {
+      gz.destroy()
+      return res.destroy()
+    },
+  } as StreamOut
 }

@@ -96,6 +96,29 @@ describe('ingest against a fake upstream', () => {
     await ingest.close()
   })
 
+  it('reads a gzip-encoded stream', async () => {
+    await clearRules()
+    const conv = generateConversation({ size: 12, seed: 21, startMs: Date.UTC(2026, 8, 20) })
+    const fake = await fakeUpstream((f) => {
+      f.gzip = true
+      f.addHistory(conv.lines.slice(0, 1))
+    })
+    const { ingest } = await startIngest(env, fastOptions(fake.url))
+    await addRules(env.db, appA, [{ value: `conversation_id:${conv.rootId}` }], { cap: 1000 })
+    await waitFor('a stream connection', () => fake.openStreams === 1)
+    await waitFor(
+      'the root backfilled',
+      async () => (await storedIds(env, conv.rootId)).length === 1,
+    )
+    for (const line of conv.lines.slice(1)) fake.publish(line)
+    await waitFor(
+      'the replies read through gzip and stored',
+      async () => (await storedIds(env, conv.rootId)).length === 12,
+    )
+    expect(await storedIds(env, conv.rootId)).toEqual([...conv.ids].sort())
+    await ingest.close()
+  })
+
   it('survives a 429 on connect, an in-stream disconnect, a silent stream, a cut socket and malformed lines', async () => {
     await clearRules()
     const conv = generateConversation({ size: 30, seed: 12, startMs: Date.UTC(2026, 9, 2) })

@@ -7,7 +7,7 @@ import {
   type ConnectFailure,
 } from './backoff.js'
 import { LineSplitter } from './lines.js'
-import { parseRateLimit, type UpstreamClient } from './upstream.js'
+import { parseRateLimit, type StreamResponse, type UpstreamClient } from './upstream.js'
 
 export interface StreamReaderOptions {
   policy: BackoffPolicy
@@ -182,7 +182,7 @@ export class StreamReader {
     )
     let connected = false
     try {
-      let res: Response
+      let res: StreamResponse
       try {
         res = await this.deps.upstream.openStream(backfillMinutes, signal)
       } catch (err) {
@@ -211,7 +211,6 @@ export class StreamReader {
       lastByteAt = Date.now()
       this.log.info({ attempt, backfillMinutes }, 'stream connected')
       this.emit({ type: 'connected', attempt, backfillMinutes })
-      if (!res.body) return { failure: { kind: 'network' }, reason: 'no body', connected }
       const splitter = new LineSplitter()
       try {
         for await (const chunk of res.body) {

@@ -1,8 +1,12 @@
 /**
  * A small client for an X-compatible upstream (X itself, or the simulator): stream rules, the
- * filtered stream, search and lookup. Uses Node's fetch; bodies are handed on as raw text so the
- * writer sees exactly what the upstream sent.
+ * filtered stream, search and lookup. Uses Node's fetch, and node:http for the stream; bodies are
+ * handed on as raw text so the writer sees exactly what the upstream sent.
  */
+import http from 'node:http'
+import https from 'node:https'
+import { pipeline, type Readable } from 'node:stream'
+import { createGunzip } from 'node:zlib'
 
 /**
  * Every field and expansion that storage keeps (api.md §2.1: the Post object, the user object): a
@@ -340,16 +344,58 @@ export class UpstreamClient {
     }
   }
 
-  /** Opens the filtered stream; the caller reads (or refuses) the response. */
-  async openStream(backfillMinutes: number, signal: AbortSignal): Promise<Response> {
-    return fetch(
+  /**
+   * Opens the filtered stream; the caller reads (or refuses) the response. Through node:http, not
+   * fetch: the stream is the ingest's one hot read, and fetch's web streams cost ≈ 3–4 µs more of
+   * its CPU a line (≈ 10 against ≈ 14 µs to read and split a line of the bench's stream). Asks for
+   * gzip, as fetch did, and inflates it when the upstream sends it.
+   */
+  openStream(backfillMinutes: number, signal: AbortSignal): Promise<StreamResponse> {
+    const url = new URL(
       this.url('/2/tweets/search/stream', {
         ...fieldParams(),
         backfill_minutes: backfillMinutes > 0 ? String(backfillMinutes) : undefined,
       }),
-      { headers: this.headers, signal },
     )
+    const get = url.protocol === 'https:' ? https.get : http.get
+    return new Promise((resolve, reject) => {
+      const req = get(url, { headers: { ...this.headers, 'accept-encoding': 'gzip' }, signal })
+      req.once('error', reject)
+      req.once('response', (res) => {
+        const encoding = String(res.headers['content-encoding'] ?? '').toLowerCase()
+        const body: Readable =
+          encoding === 'gzip' || encoding === 'x-gzip'
+            ? pipeline(res, createGunzip(), () => {})
+            : res
+        // Errors after this surface where the body is read (or are dropped with it).
+        req.off('error', reject)
+        req.on('error', () => {})
+        resolve({
+          status: res.statusCode ?? 0,
+          headers: new Headers(
+            Object.entries(res.headers).flatMap(([name, value]): [string, string][] =>
+              value === undefined ? [] : [[name, Array.isArray(value) ? value.join(', ') : value]],
+            ),
+          ),
+          body,
+          async text() {
+            const chunks: Buffer[] = []
+            for await (const chunk of body) chunks.push(chunk as Buffer)
+            return Buffer.concat(chunks).toString('utf8')
+          },
+        })
+      })
+    })
   }
+}
+
+/** The filtered stream's response: its status and headers, and its body as bytes. */
+export interface StreamResponse {
+  status: number
+  headers: Headers
+  body: AsyncIterable<Buffer>
+  /** The whole body as text (an error response's). */
+  text(): Promise<string>
 }
 
 function describeError(e: Json): string {
