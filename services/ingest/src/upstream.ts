@@ -359,7 +359,14 @@ export class UpstreamClient {
     )
     const get = url.protocol === 'https:' ? https.get : http.get
     return new Promise((resolve, reject) => {
-      const req = get(url, { headers: { ...this.headers, 'accept-encoding': 'gzip' }, signal })
+      // Its own socket (agent: false): a stream holds its connection for hours anyway, and with
+      // the keep-alive pool a stream that had ended (an operational disconnect) gave its socket
+      // back, where the abort that closes the connection then raised an unheard AbortError.
+      const req = get(url, {
+        headers: { ...this.headers, 'accept-encoding': 'gzip' },
+        signal,
+        agent: false,
+      })
       req.once('error', reject)
       req.once('response', (res) => {
         const encoding = String(res.headers['content-encoding'] ?? '').toLowerCase()
