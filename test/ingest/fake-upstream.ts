@@ -43,6 +43,8 @@ export class FakeUpstream {
   silent = false
   /** Streams are sent gzip-encoded to a client that accepts it (flushed after every write). */
   gzip = false
+  /** Stream connections answered gzip-encoded. */
+  gzipped = 0
   private keepAlive: NodeJS.Timeout | undefined
   /** Stream connections that were opened (with their query), in order. */
   readonly connections: Array<Record<string, string>> = []
@@ -232,6 +234,7 @@ export class FakeUpstream {
         ...(gzip ? { 'content-encoding': 'gzip' } : {}),
       })
       res.flushHeaders()
+      if (gzip) this.gzipped += 1
       const out = gzip ? gzipOut(res) : res
       this.streams.add(out)
       res.on('close', () => this.streams.delete(out))
@@ -290,25 +293,25 @@ export class FakeUpstream {
 }
 
 /** What a stream is written through: the response itself, or a gzip stream in front of it. */
-type StreamOut = Pick<ServerResponse, 'write' | 'end' | 'destroy'>
+interface StreamOut {
+  write(chunk: string): unknown
+  end(): unknown
+  destroy(): unknown
+}
 
 /** Gzip in front of a response, flushed after each write so that every line arrives at once. */
 function gzipOut(res: ServerResponse): StreamOut {
   const gz = createGzip()
   gz.pipe(res)
   return {
-    write: (chunk: string) => {
+    write: (chunk) => {
       gz.write(chunk)
       gz.flush(zlib.Z_SYNC_FLUSH)
-      return true
     },
-    end: () => {
-      gz.end()
-      return res
-    },
+    end: () => gz.end(),
     destroy: () => {
       gz.destroy()
-      return res.destroy()
+      res.destroy()
     },
-  } as StreamOut
+  }
 }

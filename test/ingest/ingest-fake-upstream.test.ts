@@ -116,6 +116,8 @@ describe('ingest against a fake upstream', () => {
       async () => (await storedIds(env, conv.rootId)).length === 12,
     )
     expect(await storedIds(env, conv.rootId)).toEqual([...conv.ids].sort())
+    // The ingest asked for gzip, so the stream it read was gzip-encoded.
+    expect(fake.gzipped).toBe(1)
     await ingest.close()
   })
 

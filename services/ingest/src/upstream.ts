@@ -6,6 +6,7 @@
 import http from 'node:http'
 import https from 'node:https'
 import { pipeline, type Readable } from 'node:stream'
+import { text as readText } from 'node:stream/consumers'
 import { createGunzip } from 'node:zlib'
 
 /**
@@ -385,11 +386,7 @@ export class UpstreamClient {
             ),
           ),
           body,
-          async text() {
-            const chunks: Buffer[] = []
-            for await (const chunk of body) chunks.push(chunk as Buffer)
-            return Buffer.concat(chunks).toString('utf8')
-          },
+          text: () => readText(body),
         })
       })
     })
