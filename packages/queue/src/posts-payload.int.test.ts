@@ -58,13 +58,20 @@ describe('posts payloads', () => {
       { length: 400 },
       (_, i) => `{"data":{"id":"${i + 1}","text":"héllo 🧵 \\"q\\" \\u2028 ${'x'.repeat(40)}"}}`,
     )
-    lines.push('a\nb', 'ends with \r', '\n starts with a newline', '')
+    // A list keeps each line whole, whatever it holds: CRLF, a bare \n or \r, nothing at all.
+    lines.push('a\nb', 'ends with \r', '\n starts with a newline', '', '{\r\n"data": {"id": "1"}}')
     expect(lines.join('').length).toBeGreaterThan(INLINE_PAYLOAD_CHARS)
     await add(prefix, lines)
     const [job] = await queued(prefix)
-    expect(job).toMatchObject({ source: 'test', observed_at: observedAt, count: lines.length })
+    expect(job).toMatchObject({
+      source: 'test',
+      observed_at: observedAt,
+      count: lines.length,
+      list: true,
+    })
     expect(job!.lines).toBeUndefined()
     expect(job!.payload).toMatch(new RegExp(`^${postsPayloadKey(prefix, '')}`))
+    expect(await env.redis.type(job!.payload!)).toBe('list')
     expect((await loadPostsLines(env.redis, job!))?.map(lineText)).toEqual(lines)
 
     await dropPostsPayload(env.redis, job!)
@@ -104,13 +111,24 @@ describe('posts payloads', () => {
     expect(await env.redis.keys(`${postsPayloadKey(prefix, '*')}`)).toEqual([])
   })
 
-  it('keeps a large batch inside its job when a line holds the separator', async () => {
-    const prefix = `${env.prefix}:crlf`
-    const lines = ['x'.repeat(INLINE_PAYLOAD_CHARS), '{\r\n"data": {"id": "1", "text": "a page"}}']
-    await add(prefix, lines)
-    const [job] = await queued(prefix)
-    expect(job!.lines).toEqual(lines)
-    expect(await env.redis.keys(`${postsPayloadKey(prefix, '*')}`)).toEqual([])
+  it('reads a joined payload that an earlier ingest queued', async () => {
+    const prefix = `${env.prefix}:joined`
+    const lines = Array.from(
+      { length: 200 },
+      (_, i) => `{"data":{"id":"${i + 1}","text":"ünïcode ${'j'.repeat(100)}"}}`,
+    )
+    // Before the list, the lines went as one string joined by CRLF, and the job had no `list`.
+    const key = postsPayloadKey(prefix, 'joined-1')
+    await env.redis.set(key, lines.join('\r\n'))
+    const job = postsJobSchema.parse({
+      source: 'test',
+      observed_at: observedAt,
+      payload: key,
+      count: lines.length,
+    })
+    expect((await loadPostsLines(env.redis, job))?.map(lineText)).toEqual(lines)
+    await dropPostsPayload(env.redis, job)
+    expect(await loadPostsLines(env.redis, job)).toBeUndefined()
   })
 
   it('adds a batch with an id once, however often it is retried, and leaves no payload behind', async () => {
@@ -132,10 +150,40 @@ describe('posts payloads', () => {
       const again = await addPostsBatch(queue, env.redis, prefix, batch)
       expect(again.id).toBe(first.id)
       expect((await queue.getJobCounts('waiting')).waiting).toBe(1)
+      expect(await env.redis.llen(first.data.payload!)).toBe(lines.length)
       // A writer stored the batch and deleted its payload; a late retry must not write it back.
       await dropPostsPayload(env.redis, first.data)
       await addPostsBatch(queue, env.redis, prefix, batch)
       expect(await env.redis.keys(postsPayloadKey(prefix, '*'))).toEqual([])
+    } finally {
+      await queue.close()
+    }
+  })
+
+  it('replaces, never appends to, the lines of an attempt whose job was not added', async () => {
+    const prefix = `${env.prefix}:repush`
+    const lines = Array.from(
+      { length: 100 },
+      (_, i) => `{"data":{"id":"${i + 1}","text":"${'r'.repeat(200)}"}}`,
+    )
+    const queue = createQueue<PostsJob>('posts', {
+      connection: env.redis,
+      prefix,
+      logger: env.logger,
+    })
+    try {
+      // The first attempt pushed its lines, then failed before adding its job.
+      const key = postsPayloadKey(prefix, 'batch-2')
+      await env.redis.rpush(key, ...lines)
+      await addPostsBatch(queue, env.redis, prefix, {
+        id: 'batch-2',
+        source: 'test',
+        observed_at: observedAt,
+        lines,
+      })
+      expect(await env.redis.llen(key)).toBe(lines.length)
+      const [job] = await queued(prefix)
+      expect((await loadPostsLines(env.redis, job!))?.map(lineText)).toEqual(lines)
     } finally {
       await queue.close()
     }

@@ -10,9 +10,16 @@ import { scriptCommand } from './script.js'
  * A stream batch is ~500 lines of ~2 KB. Inside the job, BullMQ would JSON-escape it into one
  * string, measure and encode it, copy it through its Lua scripts into the job hash, hand it back
  * and decode and unescape it in the writer; and a completed job keeps its data for
- * `removeOnComplete` (1,000 jobs: a gigabyte of Redis). Beside it, the lines are joined by `\r\n`
- * into one plain string value (SET), the job holds only its key, and the writer reads it with one
- * GET and deletes it once the batch is committed.
+ * `removeOnComplete` (1,000 jobs: a gigabyte of Redis). Beside it, the lines are a Redis list, one
+ * element a line (RPUSH), the job holds only its key, and the writer reads it with one LRANGE and
+ * deletes it once the batch is committed.
+ *
+ * A list, not one string of the lines joined: the client's reply parser hands each element of an
+ * LRANGE back as a view of the socket's bytes, where a reply of a megabyte arrives in many reads
+ * that it copies into a fresh buffer. That copy, into memory the process had to fault in, cost
+ * the writer ≈ 2–6 ms a batch, against ≈ 0.5 ms for the list; writing the list cost the ingest
+ * less too, as its lines are not joined first (docs/capacity.md). Jobs queued with a joined
+ * payload (`list` unset, by an ingest before the list) are still read.
  *
  * The payload key is deleted only after a writer committed the batch. A job whose payload is gone
  * was therefore stored already: the writer stopped after committing and deleting, before BullMQ
@@ -21,7 +28,6 @@ import { scriptCommand } from './script.js'
 
 /** Below this many characters a batch stays inside its job: a second key would cost more. */
 export const INLINE_PAYLOAD_CHARS = 16 * 1024
-const SEPARATOR = '\r\n'
 
 export function postsPayloadKey(prefix: string, id: string): string {
   return `${prefix}:posts-payload:${id}`
@@ -46,9 +52,8 @@ export interface PostsBatch {
 }
 
 /**
- * Adds a `posts` job for `batch`: its lines inside the job when small (or when a line holds the
- * separator, which only a file or page can), else in a payload key written first (see `id` for
- * retries).
+ * Adds a `posts` job for `batch`: its lines inside the job when small, else in a payload list
+ * written first (see `id` for retries).
  */
 export async function addPostsBatch(
   queue: Queue<PostsJob>,
@@ -58,66 +63,60 @@ export async function addPostsBatch(
 ): Promise<Job<PostsJob>> {
   const { source, observed_at: observedAt, lines } = batch
   const id = batch.id ?? randomUUID()
-  if (batch.id !== undefined && !batch.firstAttempt) {
+  const retry = batch.id !== undefined && !batch.firstAttempt
+  if (retry) {
     // A retry of an add that reached Redis (its reply was lost): the job is there, and its payload
     // may already be stored and deleted. Writing the payload again would leave it behind.
     const existing = await queue.getJob(id)
     if (existing) return existing
   }
   let size = 0
-  let separable = true
-  let text = true
-  for (const line of lines) {
-    size += line.length
-    if (line.includes(SEPARATOR)) separable = false
-    if (typeof line !== 'string') text = false
-  }
-  if (size < INLINE_PAYLOAD_CHARS || !separable) {
-    const inline = lines.map((l) => (typeof l === 'string' ? l : l.toString('utf8')))
+  for (const line of lines) size += line.length
+  if (size < INLINE_PAYLOAD_CHARS) {
+    const inline = lines.map(lineText)
     return queue.add('posts', { source, observed_at: observedAt, lines: inline }, { jobId: id })
   }
   const key = postsPayloadKey(prefix, id)
-  await redis.set(key, text ? lines.join(SEPARATOR) : joinBytes(lines))
+  if (retry) {
+    // An earlier attempt may have pushed the lines already: replace them, never append twice.
+    const replies = await redis.multi().del(key).rpush(key, ...lines).exec()
+    const failed = replies?.find(([err]) => err)?.[0]
+    if (!replies || failed) throw failed ?? new Error(`could not write the payload ${key}`)
+  } else {
+    await redis.rpush(key, ...lines)
+  }
   return queue.add(
     'posts',
-    { source, observed_at: observedAt, payload: key, count: lines.length },
+    { source, observed_at: observedAt, payload: key, count: lines.length, list: true },
     { jobId: id },
   )
 }
 
-const SEPARATOR_BYTES = Buffer.from(SEPARATOR)
-
-/** The lines as one buffer, SEPARATOR between them: one copy of each line's bytes. */
-function joinBytes(lines: readonly (string | Buffer)[]): Buffer {
-  const parts: Buffer[] = []
-  for (const line of lines) {
-    if (parts.length > 0) parts.push(SEPARATOR_BYTES)
-    parts.push(typeof line === 'string' ? Buffer.from(line, 'utf8') : line)
-  }
-  return Buffer.concat(parts)
-}
-
 /**
- * The lines of a `posts` job: inline (text), or read from its payload key (each line a view of the
- * payload's bytes, see splitLineBytes). Undefined when the payload is gone (the batch was committed
- * already: see above).
+ * The lines of a `posts` job: inline (text), or read from its payload key (each line a Buffer,
+ * decoded alone when it is read: see lineText). Undefined when the payload is gone (the batch was
+ * committed already: see above).
  */
 export async function loadPostsLines(
   redis: Redis,
   job: PostsJob,
 ): Promise<Array<string | Buffer> | undefined> {
   if (job.lines) return job.lines
+  if (job.list) {
+    const lines = await redis.lrangeBuffer(job.payload, 0, -1)
+    return lines.length === 0 ? undefined : lines
+  }
   const buffer = await redis.getBuffer(job.payload)
   if (buffer === null) return undefined
   return splitLineBytes(buffer)
 }
 
+const SEPARATOR_BYTES = Buffer.from('\r\n')
+
 /**
- * Splits on the separator's bytes; each line is a view of `buffer` (no copy), to be decoded alone
- * when it is read (UTF-8 never holds `\r\n` inside a character). Decoding the whole payload at once
- * made one two-byte string of it as soon as any line held a non-ASCII character, and every line
- * sliced from it two-byte too. And a view lives outside the JavaScript heap: a batch waiting on
- * Postgres holds its lines there, where the garbage collector neither traces nor copies them.
+ * A joined payload (see above) split on its separator; each line is a view of `buffer` (no copy),
+ * to be decoded alone when it is read (UTF-8 never holds `\r\n` inside a character). Such a payload
+ * never held a line with the separator: the ingest kept those batches inside their job.
  */
 export function splitLineBytes(buffer: Buffer): Buffer[] {
   const lines: Buffer[] = []

@@ -26,12 +26,16 @@ export const postsJobSchema = z.union([
     lines: z.array(z.string()).min(1),
     payload: z.undefined().optional(),
   }),
-  /** The lines are in Redis at `payload` (see posts-payload.ts); `count` is how many. */
+  /**
+   * The lines are in Redis at `payload` (see posts-payload.ts); `count` is how many. `list`: a list
+   * of lines; unset: one string of them joined by CRLF (jobs of an earlier ingest).
+   */
   z.object({
     ...postsJobBase,
     lines: z.undefined().optional(),
     payload: z.string().min(1),
     count: z.number().int().positive(),
+    list: z.literal(true).optional(),
   }),
 ])
 export type PostsJob = z.infer<typeof postsJobSchema>
