@@ -79,7 +79,11 @@ export async function addPostsBatch(
   const key = postsPayloadKey(prefix, id)
   if (retry) {
     // An earlier attempt may have pushed the lines already: replace them, never append twice.
-    const replies = await redis.multi().del(key).rpush(key, ...lines).exec()
+    const replies = await redis
+      .multi()
+      .del(key)
+      .rpush(key, ...lines)
+      .exec()
     const failed = replies?.find(([err]) => err)?.[0]
     if (!replies || failed) throw failed ?? new Error(`could not write the payload ${key}`)
   } else {
