@@ -19,12 +19,17 @@ afterAll(() => env?.close())
 
 const observedAt = '2026-11-21T10:00:00.000Z'
 
+function postsQueue(prefix: string) {
+  return createQueue<PostsJob>('posts', { connection: env.redis, prefix, logger: env.logger })
+}
+
+/** `count` stream lines, Posts 1…count, each with `text` as its text. */
+function sampleLines(count: number, text: string): string[] {
+  return Array.from({ length: count }, (_, i) => `{"data":{"id":"${i + 1}","text":"${text}"}}`)
+}
+
 async function queued(prefix: string): Promise<PostsJob[]> {
-  const queue = createQueue<PostsJob>('posts', {
-    connection: env.redis,
-    prefix,
-    logger: env.logger,
-  })
+  const queue = postsQueue(prefix)
   try {
     const jobs = await queue.getJobs(['waiting'])
     return jobs.map((j) => postsJobSchema.parse(j.data))
@@ -34,11 +39,7 @@ async function queued(prefix: string): Promise<PostsJob[]> {
 }
 
 async function add(prefix: string, lines: (string | Buffer)[]) {
-  const queue = createQueue<PostsJob>('posts', {
-    connection: env.redis,
-    prefix,
-    logger: env.logger,
-  })
+  const queue = postsQueue(prefix)
   try {
     await addPostsBatch(queue, env.redis, prefix, {
       source: 'test',
@@ -133,15 +134,8 @@ describe('posts payloads', () => {
 
   it('adds a batch with an id once, however often it is retried, and leaves no payload behind', async () => {
     const prefix = `${env.prefix}:retry`
-    const lines = Array.from(
-      { length: 200 },
-      (_, i) => `{"data":{"id":"${i + 1}","text":"${'z'.repeat(100)}"}}`,
-    )
-    const queue = createQueue<PostsJob>('posts', {
-      connection: env.redis,
-      prefix,
-      logger: env.logger,
-    })
+    const lines = sampleLines(200, 'z'.repeat(100))
+    const queue = postsQueue(prefix)
     try {
       const batch = { id: 'batch-1', source: 'test', observed_at: observedAt, lines }
       // As the ingest adds a batch: the first attempt with an id made for it.
@@ -162,15 +156,8 @@ describe('posts payloads', () => {
 
   it('replaces, never appends to, the lines of an attempt whose job was not added', async () => {
     const prefix = `${env.prefix}:repush`
-    const lines = Array.from(
-      { length: 100 },
-      (_, i) => `{"data":{"id":"${i + 1}","text":"${'r'.repeat(200)}"}}`,
-    )
-    const queue = createQueue<PostsJob>('posts', {
-      connection: env.redis,
-      prefix,
-      logger: env.logger,
-    })
+    const lines = sampleLines(100, 'r'.repeat(200))
+    const queue = postsQueue(prefix)
     try {
       // The first attempt pushed its lines, then failed before adding its job.
       const key = postsPayloadKey(prefix, 'batch-2')
@@ -200,16 +187,9 @@ describe('posts payloads', () => {
 
   it('sweeps a payload that has had no job for two passes, and keeps every payload with a job', async () => {
     const prefix = `${env.prefix}:sweep`
-    const queue = createQueue<PostsJob>('posts', {
-      connection: env.redis,
-      prefix,
-      logger: env.logger,
-    })
+    const queue = postsQueue(prefix)
     try {
-      const lines = Array.from(
-        { length: 100 },
-        (_, i) => `{"data":{"id":"${i + 1}","text":"${'x'.repeat(200)}"}}`,
-      )
+      const lines = sampleLines(100, 'x'.repeat(200))
       const batch = (id: string) => ({ id, source: 'test', observed_at: observedAt, lines })
       await addPostsBatch(queue, env.redis, prefix, batch('with-job'))
       // Payloads whose add never came (the process died between the two writes).
