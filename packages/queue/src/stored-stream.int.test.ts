@@ -26,11 +26,26 @@ describe('publishStored', () => {
       }),
     }))
     await publishStored(env.redis, env.prefix, entries.slice(0, 3), 60_000)
-    // A body may be given as its UTF-8 bytes (as the writer does); it reads back as the same text.
+    // A body may be given as its UTF-8 bytes, or as bytes in parts (as the writer does: the Post
+    // and its author inside their braces, a part possibly empty, a character split across two);
+    // it reads back as the same text.
+    const inParts = (body: string) => {
+      const bytes = Buffer.from(body)
+      const cut = Math.floor(bytes.length / 2)
+      return [bytes.subarray(0, 3), Buffer.alloc(0), bytes.subarray(3, cut), bytes.subarray(cut)]
+    }
     await publishStored(
       env.redis,
       env.prefix,
-      entries.slice(3).map((e, i) => (i % 2 === 0 ? { ...e, body: Buffer.from(e.body) } : e)),
+      entries
+        .slice(3)
+        .map((e, i) =>
+          i % 3 === 0
+            ? { ...e, body: Buffer.from(e.body) }
+            : i % 3 === 1
+              ? { ...e, body: inParts(String(e.body)) }
+              : e,
+        ),
       60_000,
     )
     const stored = await env.redis.xrange(storedStreamKey(env.prefix), '-', '+')

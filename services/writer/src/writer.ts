@@ -30,6 +30,7 @@ import {
   type PostsJob,
   type PostsJobResult,
   type Redis,
+  type OutgoingEntry,
   type StoredEntry,
 } from '@threadline/queue'
 import { once, repeatEvery, withDeadline, type Repeating, type Service } from '@threadline/runtime'
@@ -75,7 +76,7 @@ const RELAY_MIN_AGE_MS = 5_000
 export interface FreshOutbox {
   id: string
   payload: OutboxPayload
-  entries: StoredEntry[]
+  entries: OutgoingEntry[]
 }
 
 export interface StoredLines extends Omit<StoreResult, 'outbox'> {
@@ -172,14 +173,15 @@ function prepareLines(
 /** The entries of one outbox row, from the batch's bytes (no read back from Postgres). */
 function freshFromMemory(posts: PostBytes, outbox: StoreResult['outbox']): FreshOutbox[] {
   return outbox.map(({ id, payload }) => {
-    const entries: StoredEntry[] = []
+    const entries: OutgoingEntry[] = []
     for (const postId of payload.post_ids) {
       const p = posts.get(postId)
       if (!p) continue
+      // In parts: publishStored copies them straight into its request.
       const body = p.author
         ? [DATA_OPEN, p.data, AUTHOR_KEY, p.author, BODY_CLOSE]
         : [DATA_OPEN, p.data, BODY_CLOSE]
-      entries.push({ type: 'post', id: postId, body: Buffer.concat(body) })
+      entries.push({ type: 'post', id: postId, body })
     }
     entries.push(...userChangeEntries([payload]))
     return { id, payload, entries }
@@ -285,7 +287,7 @@ export function createWriter(deps: WriterDeps): Writer {
   // Relayed outbox batches also become `activity` jobs (events for subscriptions, issue 7).
   const activity = createActivityQueue(redis, prefix, deps.logger)
 
-  const publish = async (entries: StoredEntry[], payloads: OutboxPayload[]) => {
+  const publish = async (entries: OutgoingEntry[], payloads: OutboxPayload[]) => {
     await publishStored(redis, prefix, entries, options.streamRetentionMs)
     await enqueueActivity(activity, payloads)
   }
