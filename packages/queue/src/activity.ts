@@ -1,5 +1,5 @@
 import type { Queue } from 'bullmq'
-import type { Redis } from './connection.js'
+import { throwFirstError, type Redis } from './connection.js'
 import { tailStream, type RawEntries, type StreamTail } from './tail-stream.js'
 import { z } from 'zod'
 import type { Logger } from '@threadline/logger'
@@ -89,9 +89,7 @@ export async function publishActivity(
   for (const e of entries) {
     pipeline.xadd(key, 'MINID', '~', minId, '*', 'app', e.app_id, 'body', e.body)
   }
-  const results = await pipeline.exec()
-  const failed = results?.find(([err]) => err)
-  if (failed) throw failed[0]
+  throwFirstError((await pipeline.exec()) ?? [])
 }
 
 function toEntries(raw: RawEntries): Array<ActivityEntry & { streamId: string }> {

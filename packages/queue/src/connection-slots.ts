@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto'
-import { isCluster, type Redis } from './connection.js'
+import { isCluster, throwFirstError, type Redis } from './connection.js'
 import type { Logger } from '@threadline/logger'
 
 /*
@@ -60,8 +60,7 @@ export function createConnectionSlots(
         return pipeline.exec()
       }),
     )
-    const failed = outcomes.flatMap((results) => results ?? []).find(([err]) => err)
-    if (failed) throw failed[0]
+    throwFirstError(outcomes.flatMap((results) => results ?? []))
   }
   const timer = setInterval(
     () => {

@@ -148,6 +148,15 @@ export async function closeRedis(redis: Redis): Promise<void> {
 }
 
 /**
+ * Throws the first error among a pipeline's or transaction's replies (ioredis resolves `exec` with
+ * an `[error, result]` pair a command instead of rejecting).
+ */
+export function throwFirstError(replies: ReadonlyArray<[Error | null, unknown]>): void {
+  const failed = replies.find(([err]) => err)
+  if (failed) throw failed[0]
+}
+
+/**
  * Deletes every key under `<prefix>:` (a test's or a benchmark's keys), scanning each server of
  * a cluster; keys go one UNLINK each, in pipelines, since a cluster refuses multi-key commands
  * across slots.

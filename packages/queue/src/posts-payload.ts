@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import type { Job, Queue } from 'bullmq'
-import { isCluster, type Redis } from './connection.js'
+import { isCluster, throwFirstError, type Redis } from './connection.js'
 import type { PostsJob } from './queues.js'
 import { scriptCommand } from './script.js'
 
@@ -84,8 +84,8 @@ export async function addPostsBatch(
       .del(key)
       .rpush(key, ...lines)
       .exec()
-    const failed = replies?.find(([err]) => err)?.[0]
-    if (!replies || failed) throw failed ?? new Error(`could not write the payload ${key}`)
+    if (!replies) throw new Error(`could not write the payload ${key}`)
+    throwFirstError(replies)
   } else {
     await redis.rpush(key, ...lines)
   }
