@@ -1,4 +1,5 @@
 import { isId, snowflakeTime } from './ids.js'
+import { lineSpans, type LineSpans } from './json-spans.js'
 import { formatPostTime, postTime } from './time.js'
 import { searchTerms } from './tokens.js'
 import {
@@ -62,11 +63,25 @@ function metric(metrics: Obj, name: string): number | null {
   return value
 }
 
+/** Whether `ref` holds only what the row keeps of a reference (its type and id, checked already). */
+function onlyTypeAndId(ref: Obj): boolean {
+  let keys = 0
+  for (const _key in ref) keys++
+  return keys === 2
+}
+
 /**
  * Validates one Post object of X's shape and turns it into a row. Throws InvalidItemError.
  * `mayHoldNul: false` skips the deep NUL scan when the caller already knows the source text has none.
+ * `json` is the object's text as it arrived: the row keeps it as `raw_json` when `raw` is the
+ * object unchanged (no twarc2 keys removed, no reference trimmed to its type and id).
  */
-export function toPostRow(input: unknown, observedAt: string, mayHoldNul = true): PostRow {
+export function toPostRow(
+  input: unknown,
+  observedAt: string,
+  mayHoldNul = true,
+  json?: Uint8Array,
+): PostRow {
   if (!isObj(input)) throw new InvalidItemError('Post is not an object')
   if (!isId(input.id)) {
     throw new InvalidItemError(
@@ -95,6 +110,7 @@ export function toPostRow(input: unknown, observedAt: string, mayHoldNul = true)
   }
 
   const refs: ReferencedTweet[] = []
+  let asArrived = json !== undefined
   if (input.referenced_tweets !== undefined) {
     if (!Array.isArray(input.referenced_tweets)) {
       throw new InvalidItemError(`Post ${id} referenced_tweets is not a list`)
@@ -106,6 +122,7 @@ export function toPostRow(input: unknown, observedAt: string, mayHoldNul = true)
         )
       }
       refs.push({ type: ref.type as ReferencedTweet['type'], id: ref.id })
+      if (asArrived && !onlyTypeAndId(ref)) asArrived = false
     }
   }
 
@@ -127,7 +144,12 @@ export function toPostRow(input: unknown, observedAt: string, mayHoldNul = true)
   }
 
   const raw: Obj = { ...input }
-  for (const key of TWARC_FLAT_KEYS) delete raw[key]
+  for (const key of TWARC_FLAT_KEYS) {
+    if (key in raw) {
+      delete raw[key]
+      asArrived = false
+    }
+  }
   if (refs.length > 0) raw.referenced_tweets = refs
   const [rt, rc, lc, qc, bc] = METRICS.map((m) => metric(metrics, m))
 
@@ -149,13 +171,19 @@ export function toPostRow(input: unknown, observedAt: string, mayHoldNul = true)
     refs,
     search_terms: searchTerms(raw),
     raw: raw as WirePost,
+    raw_json: asArrived ? json : undefined,
     observed_at: observedAt,
     included: false,
   }
 }
 
-/** Validates one user object. Throws InvalidItemError. */
-export function toUserRow(input: unknown, observedAt: string, mayHoldNul = true): UserRow {
+/** Validates one user object. Throws InvalidItemError. `json`: as in toPostRow (kept as it is). */
+export function toUserRow(
+  input: unknown,
+  observedAt: string,
+  mayHoldNul = true,
+  json?: Uint8Array,
+): UserRow {
   if (!isObj(input)) throw new InvalidItemError('user is not an object')
   if (!isId(input.id))
     throw new InvalidItemError(`user id ${JSON.stringify(input.id)} is not 1-19 digits`)
@@ -170,6 +198,7 @@ export function toUserRow(input: unknown, observedAt: string, mayHoldNul = true)
     name: input.name,
     username: input.username,
     raw: input as WireUser,
+    raw_json: json,
     observed_at: observedAt,
   }
 }
@@ -199,7 +228,11 @@ export class BatchNormalizer {
     private readonly options: NormalizeOptions = {},
   ) {}
 
-  addLine(line: string): void {
+  /**
+   * `bytes`, when given, is the line's UTF-8 encoding (as read from Redis): rows then keep their
+   * objects' text from it as `raw_json` (see lineSpans) instead of having it serialized again.
+   */
+  addLine(line: string, bytes?: Uint8Array): void {
     let parsed: unknown
     try {
       parsed = JSON.parse(line)
@@ -210,14 +243,15 @@ export class BatchNormalizer {
     // A NUL can only come from a \u0000 escape (JSON forbids raw control characters), so lines
     // without one need no deep scan of their objects.
     this.mayHoldNul = line.includes('\\u0000')
+    const spans = bytes && isObj(parsed) && 'data' in parsed ? lineSpans(bytes) : undefined
     try {
-      this.addObject(parsed, line)
+      this.addObject(parsed, line, spans)
     } finally {
       this.mayHoldNul = true
     }
   }
 
-  addObject(value: unknown, line: string = JSON.stringify(value)): void {
+  addObject(value: unknown, line: string = JSON.stringify(value), spans?: LineSpans): void {
     if (!isObj(value)) {
       this.reject('not a Post, stream line or response page', line)
       return
@@ -231,8 +265,11 @@ export class BatchNormalizer {
       }
       if (list.length === 0) this.empty += 1
       const single = list.length === 1
-      for (const post of list) this.addPost(post, true, single ? line : JSON.stringify(post))
-      this.addIncludes(value.includes, line)
+      const texts = spans?.data?.length === list.length ? spans.data : undefined
+      list.forEach((post: unknown, i) =>
+        this.addPost(post, true, single ? line : JSON.stringify(post), texts?.[i]),
+      )
+      this.addIncludes(value.includes, line, spans)
       return
     }
     if ('id' in value && 'text' in value) {
@@ -256,22 +293,28 @@ export class BatchNormalizer {
     this.reject('not a Post, stream line or response page', line)
   }
 
-  private addIncludes(includes: unknown, line: string): void {
+  private addIncludes(includes: unknown, line: string, spans: LineSpans | undefined): void {
     if (includes === undefined) return
     if (!isObj(includes)) {
       this.reject('includes is not an object', line)
       return
     }
-    if (Array.isArray(includes.users)) for (const u of includes.users) this.addUser(u, line)
-    if (Array.isArray(includes.tweets))
-      for (const t of includes.tweets) this.addPost(t, false, line)
+    const { users, tweets } = includes
+    if (Array.isArray(users)) {
+      const texts = spans?.users?.length === users.length ? spans.users : undefined
+      users.forEach((u: unknown, i) => this.addUser(u, line, texts?.[i]))
+    }
+    if (Array.isArray(tweets)) {
+      const texts = spans?.tweets?.length === tweets.length ? spans.tweets : undefined
+      tweets.forEach((t: unknown, i) => this.addPost(t, false, line, texts?.[i]))
+    }
   }
 
-  private addPost(post: unknown, primary: boolean, line: string): void {
+  private addPost(post: unknown, primary: boolean, line: string, json?: Uint8Array): void {
     const skip = this.options.skipIncluded
     if (!primary && skip && isObj(post) && isId(post.id) && skip(post.id)) return
     try {
-      const row = toPostRow(post, this.observedAt, this.mayHoldNul)
+      const row = toPostRow(post, this.observedAt, this.mayHoldNul, json)
       const seen = this.posts.get(row.id)
       if (seen && seen.primary && !primary) return
       this.posts.set(row.id, { row, primary })
@@ -281,9 +324,9 @@ export class BatchNormalizer {
     }
   }
 
-  private addUser(user: unknown, line: string): void {
+  private addUser(user: unknown, line: string, json?: Uint8Array): void {
     try {
-      const row = toUserRow(user, this.observedAt, this.mayHoldNul)
+      const row = toUserRow(user, this.observedAt, this.mayHoldNul, json)
       this.users.set(row.id, row)
     } catch (err) {
       if (!(err instanceof InvalidItemError)) throw err

@@ -143,7 +143,9 @@ function prepareLines(
     observedAt,
     recent ? { skipIncluded: (id) => recent.storedPost(id, observedMs) } : {},
   )
-  for (const line of lines) normalizer.addLine(lineText(line))
+  for (const line of lines) {
+    normalizer.addLine(lineText(line), typeof line === 'string' ? undefined : line)
+  }
   const normalized = normalizer.result()
   const { batch, deferred } = recent
     ? recent.deferInFlight(recent.skipKnown(normalized))
@@ -151,12 +153,12 @@ function prepareLines(
   const bytes = new WireBytes()
   const params = prepareBatch(batch, bytes)
   // From the whole batch: a Post's author travels with it even when its row was not resent.
-  const users = new Map(normalized.users.map((u) => [u.id, u.raw]))
+  const users = new Map(normalized.users.map((u) => [u.id, u]))
   const posts: PostBytes = new Map()
   // Deferred copies too: they are stored from here if their statement fails (storeOrphans).
   for (const p of [...batch.posts, ...deferred.map((d) => d.row)]) {
     const author = p.author_id ? users.get(p.author_id) : undefined
-    posts.set(p.id, { data: bytes.of(p.raw), author: author ? bytes.of(author) : undefined })
+    posts.set(p.id, { data: bytes.of(p), author: author ? bytes.of(author) : undefined })
   }
   const sent: SentRows = {
     posts: batch.posts.map((p) => ({ id: p.id, observed_at: p.observed_at })),

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import fc from 'fast-check'
-import { normalizeLines } from '@threadline/domain'
+import { BatchNormalizer, normalizeLines, type PostRow } from '@threadline/domain'
 import { arrayLiteral, postsParams, textArray, usersParams, WireBytes } from './store-batch.js'
 
 /** A jsonb parameter in binary form: version 1, then the text. */
@@ -101,9 +101,25 @@ describe('storeBatch parameters', () => {
       T,
     ).posts
     const bytes = new WireBytes()
-    const raw = bytes.of(post!.raw)
-    expect(bytes.of(post!.raw)).toBe(raw)
+    const raw = bytes.of(post!)
+    const copy: PostRow = { ...post!, included: true }
+    expect(bytes.of(copy)).toBe(raw)
     expect(raw.toString('utf8')).toBe(JSON.stringify(post!.raw))
     expect(postsParams([post!], bytes).raw.includes(raw)).toBe(true)
+  })
+
+  it("use a row's raw_json as it is, a view of its line", () => {
+    const line = Buffer.from(
+      '{"data":{"id":"1","text":"x \\u00e9","created_at":"2026-11-21T00:00:00Z"}}',
+    )
+    const normalizer = new BatchNormalizer(T)
+    normalizer.addLine(line.toString('utf8'), line)
+    const [post] = normalizer.result().posts
+    const raw = new WireBytes().of(post!)
+    expect(raw.buffer).toBe(line.buffer)
+    expect(raw.toString('utf8')).toBe(
+      '{"id":"1","text":"x \\u00e9","created_at":"2026-11-21T00:00:00Z"}',
+    )
+    expect(elements(postsParams([post!]).raw)).toEqual([raw.toString('utf8')])
   })
 })

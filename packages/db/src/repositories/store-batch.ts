@@ -25,15 +25,23 @@ export interface StoreResult {
  * one batch: the statement's parameters and the writer's `stored` stream entries are built from the
  * same bytes. They live outside the JavaScript heap, so a batch waiting on Postgres keeps its Posts
  * there instead of as strings and objects the garbage collector must copy while they wait.
+ *
+ * A row's `raw_json` (the object's text as it arrived, a view of its line) is used as it is; only
+ * the rest are serialized again (with it, ≈ 3 µs a stream line to find the objects in the line's
+ * bytes against ≈ 11 to serialize them).
  */
 export class WireBytes {
   private readonly bytes = new Map<object, Buffer>()
 
-  of(value: object): Buffer {
-    let b = this.bytes.get(value)
+  of(row: { raw: object; raw_json?: Uint8Array | undefined }): Buffer {
+    let b = this.bytes.get(row.raw)
     if (b === undefined) {
-      b = Buffer.from(JSON.stringify(value), 'utf8')
-      this.bytes.set(value, b)
+      const json = row.raw_json
+      b =
+        json === undefined
+          ? Buffer.from(JSON.stringify(row.raw), 'utf8')
+          : Buffer.from(json.buffer, json.byteOffset, json.byteLength)
+      this.bytes.set(row.raw, b)
     }
     return b
   }
@@ -62,7 +70,7 @@ export function postsParams(
   bytes = new WireBytes(),
 ): { raw: Buffer; terms: Buffer; rest: Buffer } {
   return {
-    raw: textArray(rows.map((p) => bytes.of(p.raw))),
+    raw: textArray(rows.map((p) => bytes.of(p))),
     terms: textArray(rows.map((p) => arrayLiteral(p.search_terms))),
     rest: jsonbArray(rows, (p) => {
       const parent = p.in_reply_to_post_id === null ? '' : `"p":"${p.in_reply_to_post_id}",`
@@ -82,7 +90,7 @@ export function usersParams(
   bytes = new WireBytes(),
 ): { raw: Buffer; observed: Buffer } {
   return {
-    raw: textArray(rows.map((u) => bytes.of(u.raw))),
+    raw: textArray(rows.map((u) => bytes.of(u))),
     observed: textArray(rows.map((u) => u.observed_at)),
   }
 }
