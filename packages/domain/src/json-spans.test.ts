@@ -47,6 +47,9 @@ describe('lineSpans', () => {
     expect(spans.data!.map(parse)).toEqual([{ id: '3' }])
     expect(spans.users).toBeUndefined()
     expect(lineSpans(utf8('{"data":{"id":"1"},"data":7}'))!.data).toBeUndefined()
+    const users = lineSpans(utf8('{"includes":{"users":[{}],"tweets":[{}],"users":null}}'))!
+    expect(users.users).toBeUndefined()
+    expect(users.tweets!.map(parse)).toEqual([{}])
   })
 
   it('gives up where it cannot be sure: escaped keys, no object at the top, trailing text', () => {

@@ -151,15 +151,18 @@ export function lineSpans(bytes: Uint8Array): LineSpans | undefined {
         spans.users = spans.tweets = undefined
         if (bytes[at] !== OPEN_OBJECT) return scan.value(at)
         return scan.members(at, (name, valueAt) => {
-          const users = keyIs(name, 'users')
-          if ((!users && !keyIs(name, 'tweets')) || bytes[valueAt] !== OPEN_ARRAY) {
-            if (users) spans.users = undefined
-            else if (keyIs(name, 'tweets')) spans.tweets = undefined
+          const field = keyIs(name, 'users')
+            ? 'users'
+            : keyIs(name, 'tweets')
+              ? 'tweets'
+              : undefined
+          if (field === undefined) return scan.value(valueAt)
+          if (bytes[valueAt] !== OPEN_ARRAY) {
+            spans[field] = undefined
             return scan.value(valueAt)
           }
           const { spans: list, end } = scan.elements(valueAt)
-          if (users) spans.users = list
-          else spans.tweets = list
+          spans[field] = list
           return end
         })
       }

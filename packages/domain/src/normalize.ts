@@ -203,6 +203,11 @@ export function toUserRow(
   }
 }
 
+/** The spans found for `items`, when there is one per item (else none: the objects are serialized). */
+function spansFor(found: Uint8Array[] | undefined, items: readonly unknown[]) {
+  return found?.length === items.length ? found : undefined
+}
+
 /** Keeps a raw line printable and storable: Postgres text refuses NUL bytes. */
 function storableRaw(line: string): string {
   return line.includes('\u0000') ? line.replaceAll('\u0000', '\\u0000') : line
@@ -265,7 +270,7 @@ export class BatchNormalizer {
       }
       if (list.length === 0) this.empty += 1
       const single = list.length === 1
-      const texts = spans?.data?.length === list.length ? spans.data : undefined
+      const texts = spansFor(spans?.data, list)
       list.forEach((post: unknown, i) =>
         this.addPost(post, true, single ? line : JSON.stringify(post), texts?.[i]),
       )
@@ -301,11 +306,11 @@ export class BatchNormalizer {
     }
     const { users, tweets } = includes
     if (Array.isArray(users)) {
-      const texts = spans?.users?.length === users.length ? spans.users : undefined
+      const texts = spansFor(spans?.users, users)
       users.forEach((u: unknown, i) => this.addUser(u, line, texts?.[i]))
     }
     if (Array.isArray(tweets)) {
-      const texts = spans?.tweets?.length === tweets.length ? spans.tweets : undefined
+      const texts = spansFor(spans?.tweets, tweets)
       tweets.forEach((t: unknown, i) => this.addPost(t, false, line, texts?.[i]))
     }
   }
