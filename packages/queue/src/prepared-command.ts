@@ -20,10 +20,11 @@ function argBytes(arg: PreparedArg): number {
  */
 export function requestBytes(args: readonly PreparedArg[]): Buffer {
   const lengths = args.map(argBytes)
-  let size = `*${args.length}\r\n`.length
+  const head = `*${args.length}\r\n`
+  let size = head.length
   for (const length of lengths) size += `$${length}\r\n`.length + length + 2
   const out = Buffer.allocUnsafe(size)
-  let at = out.write(`*${args.length}\r\n`, 0, 'latin1')
+  let at = out.write(head, 0, 'latin1')
   args.forEach((arg, i) => {
     at += out.write(`$${lengths[i]!}\r\n`, at, 'latin1')
     if (typeof arg === 'string') at += out.write(arg, at, 'utf8')

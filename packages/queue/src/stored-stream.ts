@@ -23,7 +23,7 @@ export const STORED_PACK = 100
 
 /** An entry to append: its body as text, as UTF-8 bytes, or as bytes in parts (sent as one). */
 export interface OutgoingEntry extends Omit<StoredEntry, 'body'> {
-  body: string | Buffer | readonly Buffer[]
+  body: PreparedArg
 }
 
 /**
