@@ -44,7 +44,8 @@ export function requestBytes(args: readonly PreparedArg[]): Buffer {
  * VM. Made here, a body given in parts is copied once, into the request.
  *
  * ioredis reads only the command's name and its key (`args[keyIndex]`), to route it in a cluster;
- * the key must be text, and the connection must not have a `keyPrefix` (Threadline sets none: its
+ * the key must be text, and the connection must not have a `keyPrefix` (sendPrepared refuses one;
+ * Threadline sets none: its
  * keys carry QUEUE_PREFIX themselves). Resolves with the reply as ioredis decodes it.
  */
 export class PreparedCommand extends Command {
@@ -62,8 +63,17 @@ export class PreparedCommand extends Command {
   }
 }
 
-/** Sends a prepared command on `redis`; resolves with its reply. */
+/**
+ * Sends a prepared command on `redis`; resolves with its reply. Refuses a connection with a
+ * `keyPrefix`: ioredis would prefix the routing key but not the prepared bytes, so the command
+ * would write to the unprefixed key.
+ */
 export function sendPrepared<T = unknown>(redis: Redis, command: PreparedCommand): Promise<T> {
+  if (redis.options.keyPrefix) {
+    return Promise.reject(
+      new Error(`a prepared ${command.name} cannot go through a connection with a keyPrefix`),
+    )
+  }
   void redis.sendCommand(command)
   return command.promise as Promise<T>
 }

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { Redis as SingleRedis } from 'ioredis'
 import { createTestEnv, type TestEnv } from '@threadline/testing'
 import { rangeStored } from './stored-reader.js'
 import {
@@ -58,6 +59,20 @@ describe('publishStored', () => {
     for await (const page of rangeStored(env.redis, env.prefix, 0, '+', 250)) pages.push(...page)
     expect(pages.map(({ streamId: _, ...e }) => e)).toEqual(entries)
     expect(new Set(pages.map((p) => p.streamId))).toEqual(new Set(stored.map(([id]) => id)))
+  })
+
+  it('refuses a connection with a keyPrefix instead of writing to the unprefixed key', async () => {
+    const prefixed = new SingleRedis(env.redisUrl, { keyPrefix: 'elsewhere:' })
+    try {
+      const entry: StoredEntry = { type: 'post', id: '1', body: '{"data":{"id":"1"}}' }
+      const key = `${env.prefix}:refused`
+      await expect(publishStored(prefixed, key, [entry], 60_000)).rejects.toThrow(/keyPrefix/)
+      expect(
+        await env.redis.exists(storedStreamKey(key), `elsewhere:${storedStreamKey(key)}`),
+      ).toBe(0)
+    } finally {
+      prefixed.disconnect()
+    }
   })
 
   it('reads an entry of one Post (as written before packing) and skips what it cannot read', () => {
