@@ -20,13 +20,14 @@ function argBytes(arg: PreparedArg): number {
  */
 export function requestBytes(args: readonly PreparedArg[]): Buffer {
   const lengths = args.map(argBytes)
+  const heads = lengths.map((length) => `$${length}\r\n`)
   const head = `*${args.length}\r\n`
   let size = head.length
-  for (const length of lengths) size += `$${length}\r\n`.length + length + 2
+  for (let i = 0; i < args.length; i++) size += heads[i]!.length + lengths[i]! + 2
   const out = Buffer.allocUnsafe(size)
   let at = out.write(head, 0, 'latin1')
   args.forEach((arg, i) => {
-    at += out.write(`$${lengths[i]!}\r\n`, at, 'latin1')
+    at += out.write(heads[i]!, at, 'latin1')
     if (typeof arg === 'string') at += out.write(arg, at, 'utf8')
     else if (Buffer.isBuffer(arg)) at += arg.copy(out, at)
     else for (const part of arg as readonly Buffer[]) at += part.copy(out, at)

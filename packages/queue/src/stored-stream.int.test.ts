@@ -65,11 +65,10 @@ describe('publishStored', () => {
     const prefixed = new SingleRedis(env.redisUrl, { keyPrefix: 'elsewhere:' })
     try {
       const entry: StoredEntry = { type: 'post', id: '1', body: '{"data":{"id":"1"}}' }
-      const key = `${env.prefix}:refused`
-      await expect(publishStored(prefixed, key, [entry], 60_000)).rejects.toThrow(/keyPrefix/)
-      expect(
-        await env.redis.exists(storedStreamKey(key), `elsewhere:${storedStreamKey(key)}`),
-      ).toBe(0)
+      const prefix = `${env.prefix}:refused`
+      const key = storedStreamKey(prefix)
+      await expect(publishStored(prefixed, prefix, [entry], 60_000)).rejects.toThrow(/keyPrefix/)
+      expect(await env.redis.exists(key, `elsewhere:${key}`)).toBe(0)
     } finally {
       prefixed.disconnect()
     }
