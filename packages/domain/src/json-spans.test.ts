@@ -57,11 +57,13 @@ describe('lineSpans', () => {
     expect(users.tweets!.map(parse)).toEqual([{}])
   })
 
-  it('gives up where it cannot be sure: escaped keys, no object at the top, trailing text', () => {
+  it('gives up where it cannot be sure: escaped keys, no object at the top, trailing text, not UTF-8', () => {
     expect(lineSpans(utf8('{"d\\u0061ta":{"id":"1"}}'))).toBeUndefined()
     expect(lineSpans(utf8('{"includes":{"us\\u0065rs":[]}}'))).toBeUndefined()
     expect(lineSpans(utf8('[{"data":{}}]'))).toBeUndefined()
     expect(lineSpans(utf8('{"data":{}} x'))).toBeUndefined()
+    const notUtf8 = Buffer.concat([utf8('{"data":{"text":"'), Buffer.from([0xff]), utf8('"}}')])
+    expect(lineSpans(notUtf8)).toBeUndefined()
     expect(lineSpans(utf8('{"data":{"id":"1"'))).toBeUndefined()
     expect(lineSpans(utf8(' {"data":{}}\r\n'))!.data!.map(parse)).toEqual([{}])
   })

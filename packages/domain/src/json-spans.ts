@@ -1,3 +1,5 @@
+import { isUtf8 } from 'node:buffer'
+
 /**
  * Where a stream line's or page's wire objects sit in its UTF-8 bytes: each Post of `data` (one
  * object, or each element of a list) and each element of `includes.users` and `includes.tweets`,
@@ -7,7 +9,9 @@
  * Only for text that JSON.parse has accepted already: the scanner checks structure, not validity.
  * Where the line's shape is not the one expected (no object at the top, a key written with an
  * escape, which JSON.parse would decode and this does not), it gives up: undefined, and the caller
- * serializes as before. Later duplicate keys win, as in JSON.parse.
+ * serializes as before. Later duplicate keys win, as in JSON.parse. It gives up as well on bytes
+ * that are not UTF-8: decoded, they became other text (U+FFFD in place of each bad sequence), so
+ * their views would not be the objects that were parsed, and Postgres refuses them as text.
  */
 export interface LineSpans {
   /** `data`'s Posts: one for an object, one per element for a list; undefined if neither. */
@@ -132,6 +136,7 @@ function keyIs(key: Uint8Array, name: string): boolean {
 
 /** See LineSpans. `bytes` must be text that JSON.parse accepted. */
 export function lineSpans(bytes: Uint8Array): LineSpans | undefined {
+  if (!isUtf8(bytes)) return undefined
   const scan = new Scanner(bytes)
   const spans: LineSpans = { data: undefined, users: undefined, tweets: undefined }
   try {

@@ -234,8 +234,9 @@ export class BatchNormalizer {
   ) {}
 
   /**
-   * `bytes`, when given, is the line's UTF-8 encoding (as read from Redis): rows then keep their
-   * objects' text from it as `raw_json` (see lineSpans) instead of having it serialized again.
+   * `bytes`, when given, are what `line` was decoded from (as read from Redis): rows then keep
+   * their objects' text from them as `raw_json` (see lineSpans, which gives up on bytes that are
+   * not UTF-8) instead of having it serialized again.
    */
   addLine(line: string, bytes?: Uint8Array): void {
     let parsed: unknown

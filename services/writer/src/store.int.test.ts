@@ -269,6 +269,28 @@ describe('storeBatch', () => {
     expect(await env.db.selectFrom('posts').select('id').execute()).toHaveLength(result.inserted)
   })
 
+  it('stores a line whose bytes are not all UTF-8 as its decoded text, as the line read as text', async () => {
+    await reset(env.db)
+    // A stray 0xff, and a 4-byte sequence cut after 3 bytes (decoded to one U+FFFD of 3 bytes, so
+    // the text is as long as the bytes were).
+    const bad = Buffer.from([0x61, 0xff, 0x62, 0xf0, 0x9f, 0x98, 0x63])
+    const line = Buffer.concat([
+      Buffer.from('{"data":{"id":"1860000000000000007","text":"'),
+      bad,
+      Buffer.from('"},"includes":{"users":[{"id":"1860000000000000001","name":"'),
+      bad,
+      Buffer.from('","username":"u"}]}}'),
+    ])
+    const result = await storeLines(env.db, [line], observed(1), 'test')
+    expect(result).toMatchObject({ inserted: 1, rejects: 0 })
+    const text = bad.toString('utf8')
+    const post = await env.db.selectFrom('posts').select(['text', 'raw']).executeTakeFirstOrThrow()
+    expect(post.text).toBe(text)
+    expect((post.raw as { text: string }).text).toBe(text)
+    const user = await env.db.selectFrom('users').select('name').executeTakeFirstOrThrow()
+    expect(user.name).toBe(text)
+  })
+
   describe('an included copy that a statement of the same process is storing', () => {
     const parent = {
       id: '1860000000000000100',
