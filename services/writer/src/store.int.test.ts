@@ -204,6 +204,36 @@ describe('storeBatch', () => {
     ])
   })
 
+  it('neither locks nor rewrites a stored user that a later line carries unchanged', async () => {
+    await reset(env.db)
+    const line = (id: string, name: string) =>
+      JSON.stringify({
+        data: { id, text: 'x', author_id: '42' },
+        includes: { users: [{ id: '42', name, username: 'someone' }] },
+      })
+    const row = () =>
+      sql<{ xmin: string; xmax: string; name: string }>`
+        SELECT xmin::text, xmax::text, name FROM users WHERE id = 42`
+        .execute(env.db)
+        .then((r) => r.rows[0]!)
+    await storeLines(env.db, [line('1860000000000000002', 'Same')], observed(1), 'test')
+    const first = await row()
+    // Seen again within the minute, unchanged: an ON CONFLICT DO UPDATE whose WHERE fails still
+    // locks the row (xmax set), and a concurrent batch by the same author would wait on that lock.
+    const again = await storeLines(
+      env.db,
+      [line('1860000000000000003', 'Same')],
+      observed(2),
+      'test',
+    )
+    expect(again).toMatchObject({ inserted: 1, users: 0 })
+    expect(await row()).toEqual({ ...first, xmax: '0' })
+    // A new name still applies at once.
+    await storeLines(env.db, [line('1860000000000000004', 'Other')], observed(3), 'test')
+    expect(await row()).toMatchObject({ name: 'Other' })
+    expect((await row()).xmin).not.toBe(first.xmin)
+  })
+
   it('keeps malformed lines in ingest_rejects and stores the rest of the batch', async () => {
     await reset(env.db)
     const good = generateConversation({ size: 5, seed: 5 }).lines

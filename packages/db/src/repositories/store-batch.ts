@@ -265,11 +265,23 @@ export async function storePrepared(
       FROM u_rows
     ),
     u_old AS (
-      SELECT u.id, u.name, u.username FROM users u WHERE u.id IN (SELECT id FROM u_in)
+      SELECT u.id, u.name, u.username, u.observed_at FROM users u
+      WHERE u.id IN (SELECT id FROM u_in)
+    ),
+    -- Only the users the upsert below would change. ON CONFLICT DO UPDATE locks a conflicting row
+    -- before it reads its WHERE, so a stored user it left alone still got a row lock (a tuple
+    -- write, a WAL record), and a concurrent batch carrying the same user waited for this one to
+    -- commit. Read on this statement's snapshot: a user that another batch changes meanwhile ends
+    -- as it would have had that batch committed after this one, and its next copy applies.
+    u_eff AS (
+      SELECT n.* FROM u_in n LEFT JOIN u_old o ON o.id = n.id
+      WHERE o.id IS NULL OR (o.observed_at < n.observed_at AND (
+        o.name <> n.name OR o.username <> n.username
+        OR o.observed_at < n.observed_at - ${INCLUDED_REFRESH}::interval))
     ),
     u_up AS (
       INSERT INTO users AS u (id, name, username, raw, observed_at)
-      SELECT id, name, username, raw, observed_at FROM u_in ORDER BY id
+      SELECT id, name, username, raw, observed_at FROM u_eff ORDER BY id
       ON CONFLICT (id) DO UPDATE SET
         name = excluded.name, username = excluded.username, raw = excluded.raw,
         observed_at = excluded.observed_at, updated_at = now()
