@@ -65,6 +65,12 @@ export function repeatEvery(
  * Starts the services, then on SIGTERM/SIGINT closes them in reverse order under a deadline. No
  * process.exit on the normal path: resources are released and the event loop drains. A watchdog
  * (unref'd, so it never keeps the process alive) ends a process that still has not drained.
+ *
+ * A signal that comes while the services close is logged and ignored, not left to Node's default
+ * (which ends the process at once, jobs and connections half closed). Ctrl-C under a wrapper that
+ * relays signals (`tsx`, a shell script) delivers SIGINT twice, once from the terminal and once
+ * relayed; an orchestrator may repeat SIGTERM. The watchdog still bounds the shutdown, and SIGKILL
+ * still ends it at once.
  */
 export async function runUntilSignal(
   services: Service[],
@@ -73,7 +79,13 @@ export async function runUntilSignal(
 ): Promise<void> {
   let stopping = false
   const stop = async (signal: string) => {
-    if (stopping) return
+    if (stopping) {
+      logger.warn(
+        { signal },
+        'already shutting down; in-flight work is finishing (SIGKILL ends the process at once)',
+      )
+      return
+    }
     stopping = true
     logger.info({ signal }, 'shutting down')
     const watchdog = setTimeout(() => {
@@ -91,7 +103,7 @@ export async function runUntilSignal(
     }
     logger.info('stopped')
   }
-  process.once('SIGTERM', () => void stop('SIGTERM'))
-  process.once('SIGINT', () => void stop('SIGINT'))
+  process.on('SIGTERM', () => void stop('SIGTERM'))
+  process.on('SIGINT', () => void stop('SIGINT'))
   for (const service of services) await service.start()
 }
