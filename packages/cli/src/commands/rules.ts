@@ -2,7 +2,7 @@ import type { Config } from '@threadline/config'
 import { addRules, createDb, deleteRules, findApp, listRules } from '@threadline/db'
 import { isId } from '@threadline/domain'
 import { parseQuery } from '@threadline/query'
-import { out, UsageError } from '../output.js'
+import { appOption, out, UsageError } from '../output.js'
 
 const USAGE =
   'usage: threadline rules add --app ID VALUE [--tag TAG] | rules list --app ID | rules delete --app ID RULE_ID…'
@@ -14,8 +14,7 @@ export async function rulesCommand(
   values: { app?: string; tag?: string },
 ): Promise<void> {
   const [action, ...rest] = args
-  if (!values.app || !isId(values.app)) throw new UsageError(`--app ID is required\n${USAGE}`)
-  const appId = values.app
+  const appId = appOption(values.app, USAGE, true)!
   const db = createDb({ url: config.DATABASE_URL, poolMax: 1, applicationName: 'threadline-cli' })
   try {
     if (!(await findApp(db, appId))) throw new UsageError(`no app with id ${appId}`)

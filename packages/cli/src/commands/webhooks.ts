@@ -6,7 +6,6 @@ import {
   type Db,
   type WebhookFailure,
 } from '@threadline/db'
-import { isId } from '@threadline/domain'
 import type { Logger } from '@threadline/logger'
 import {
   closeRedis,
@@ -15,7 +14,7 @@ import {
   enqueueWebhookDrain,
   type Redis,
 } from '@threadline/queue'
-import { out, UsageError } from '../output.js'
+import { appOption, out, UsageError } from '../output.js'
 
 const USAGE = 'usage: threadline webhooks failures [--app ID] | webhooks replay FAILURE_ID…'
 
@@ -82,7 +81,7 @@ export async function webhooksCommand(
   values: { app?: string },
 ): Promise<void> {
   const [action, ...rest] = args
-  if (values.app !== undefined && !isId(values.app)) throw new UsageError(USAGE)
+  const appId = appOption(values.app, USAGE, false)
   if (action === 'replay' && (rest.length === 0 || !rest.every((id) => /^\d{1,19}$/.test(id)))) {
     throw new UsageError(USAGE)
   }
@@ -90,7 +89,7 @@ export async function webhooksCommand(
   const db = createDb({ url: config.DATABASE_URL, poolMax: 1, applicationName: 'threadline-cli' })
   try {
     if (action === 'failures') {
-      for (const f of await webhookFailures(db, values.app)) out(JSON.stringify(f))
+      for (const f of await webhookFailures(db, appId)) out(JSON.stringify(f))
       return
     }
     const redis = createRedis(config, 'producer', 'cli')
