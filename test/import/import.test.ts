@@ -93,4 +93,18 @@ describe('threadline import', () => {
       )
     expect(after.rows).toEqual(conversations.rows)
   })
+
+  it('fails within seconds, saying where Redis was looked for, when Redis does not answer', async () => {
+    const file = join(dir, 'one.jsonl')
+    await writeFile(file, `${generateConversation({ size: 1, seed: 5 }).lines[0]}\n`)
+    // Nothing listens on port 1. Without the check the import waited on its queue forever.
+    const config = {
+      ...env.config,
+      REDIS_URL: 'redis://127.0.0.1:1',
+      REDIS_CLUSTER_NODES: undefined,
+    }
+    await expect(importFiles(config, env.logger, [file], { wait: true })).rejects.toThrow(
+      'cannot reach Redis at 127.0.0.1:1 (REDIS_URL): connect ECONNREFUSED 127.0.0.1:1',
+    )
+  })
 })

@@ -1,5 +1,5 @@
 import { parseArgs } from 'node:util'
-import { ConfigError, loadConfig } from '@threadline/config'
+import { ConfigError, loadConfig, type Config } from '@threadline/config'
 import { createLogger } from '@threadline/logger'
 import { appsCommand } from './commands/apps.js'
 import { importFiles, printSummary } from './commands/import.js'
@@ -8,6 +8,7 @@ import { rulesCommand } from './commands/rules.js'
 import { simulate } from './commands/simulate.js'
 import { parseRoles, start } from './commands/start.js'
 import { webhooksCommand } from './commands/webhooks.js'
+import { describeFailure } from './failure.js'
 import { err, UsageError } from './output.js'
 
 const HELP = `threadline — keeps whole conversations from X
@@ -26,6 +27,9 @@ usage: threadline <command> [options]
   webhooks replay ID…              re-send parked deliveries
 
 Configuration comes from the environment (see README, "Configuration").`
+
+/** The configuration main() loaded, for describing a failure (undefined if it never loaded). */
+let loaded: Config | undefined
 
 async function main(argv: string[]): Promise<void> {
   const { values, positionals } = parseArgs({
@@ -49,6 +53,7 @@ async function main(argv: string[]): Promise<void> {
     return
   }
   const config = loadConfig()
+  loaded = config
   // Commands keep stdout for their results; logs go to stderr.
   const logger = createLogger({
     level: command === 'start' || command === 'simulate' ? config.LOG_LEVEL : 'warn',
@@ -88,7 +93,7 @@ main(process.argv.slice(2)).catch((error: unknown) => {
     err((error as Error).message)
     process.exitCode = 2
   } else {
-    err(`threadline: ${(error as Error).message ?? String(error)}`)
+    err(`threadline: ${describeFailure(error, loaded)}`)
     process.exitCode = 1
   }
 })

@@ -15,6 +15,7 @@ import {
   type PostsJobResult,
 } from '@threadline/queue'
 import { writerFromConfig } from '@threadline/writer'
+import { reachRedis } from '../failure.js'
 import { err, out, Progress, UsageError } from '../output.js'
 
 export interface ImportSummary {
@@ -58,6 +59,12 @@ export async function importFiles(
     await db.destroy()
   }
   const redis = createRedis(config, 'worker', 'import')
+  try {
+    await reachRedis(redis, config)
+  } catch (error) {
+    redis.disconnect()
+    throw error
+  }
   const queue = createQueue<PostsJob, PostsJobResult>('posts', {
     connection: redis,
     prefix: config.QUEUE_PREFIX,

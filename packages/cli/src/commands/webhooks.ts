@@ -14,6 +14,7 @@ import {
   enqueueWebhookDrain,
   type Redis,
 } from '@threadline/queue'
+import { reachRedis } from '../failure.js'
 import { appOption, out, UsageError } from '../output.js'
 
 const USAGE = 'usage: threadline webhooks failures [--app ID] | webhooks replay FAILURE_ID…'
@@ -94,6 +95,7 @@ export async function webhooksCommand(
     }
     const redis = createRedis(config, 'producer', 'cli')
     try {
+      await reachRedis(redis, config)
       out(JSON.stringify(await replayWebhooks(db, redis, config.QUEUE_PREFIX, logger, rest)))
     } finally {
       await closeRedis(redis)
