@@ -1,10 +1,11 @@
 import { Counter, Gauge, type Registry } from 'prom-client'
 import type { Logger } from '@threadline/logger'
 import { createQueue, queueStats, type QueueName, type Redis } from '@threadline/queue'
+import { withDeadline } from '@threadline/runtime'
 
 export interface QueueSamplerDeps {
   registry: Registry
-  /** A producer connection (fails fast: a sample must not hang); the caller closes it. */
+  /** A producer connection (fails fast; each sample has a deadline as well); the caller closes it. */
   redis: Redis
   prefix: string
   queues: readonly QueueName[]
@@ -54,11 +55,16 @@ export function queueMetrics(registry: Registry) {
  * scrape time, so a slow or absent Redis never stalls a scrape. On a failed read the last values
  * stay and `threadline_queue_sample_errors_total` counts it.
  */
+/** How long close() waits for each queue object. */
+const CLOSE_MS = 1_000
+
 export function createQueueSampler(deps: QueueSamplerDeps): QueueSampler {
   const now = deps.now ?? Date.now
   const log = deps.logger.child({ component: 'queue-sampler' })
   const { jobs, oldest, errors } = queueMetrics(deps.registry)
   for (const queue of deps.queues) errors.inc({ queue }, 0)
+  // A sample that takes longer than its interval (at most 10 s) counts as failed.
+  const sampleMs = Math.min(Math.max(deps.intervalMs, 1_000), 10_000)
   const queues = deps.queues.map((name) => ({
     name,
     queue: createQueue(name, { connection: deps.redis, prefix: deps.prefix, logger: deps.logger }),
@@ -66,7 +72,10 @@ export function createQueueSampler(deps: QueueSamplerDeps): QueueSampler {
 
   const sampleOne = async ({ name, queue }: (typeof queues)[number]) => {
     try {
-      const stats = await queueStats(queue)
+      // BullMQ waits for a connection that is not ready yet instead of failing (whatever the
+      // connection's retry settings): without a deadline a sample begun while Redis was down
+      // never ended, no later sample began, and close() waited on it.
+      const stats = await withDeadline(sampleMs, 'queue sample', () => queueStats(queue))
       for (const state of STATES) jobs.set({ queue: name, state }, stats[state])
       const age = stats.oldestWaitingAt === undefined ? 0 : (now() - stats.oldestWaitingAt) / 1000
       oldest.set({ queue: name }, Math.max(0, age))
@@ -100,7 +109,14 @@ export function createQueueSampler(deps: QueueSamplerDeps): QueueSampler {
       closed = true
       clearTimeout(timer)
       await running
-      await Promise.all(queues.map(({ queue }) => queue.close()))
+      // BullMQ's close waits for a connection that never became ready (Redis down since the
+      // start): the process's shutdown then ran into its deadline. These queues only read, and
+      // the caller closes the connection itself, so past a moment they are let go.
+      await Promise.all(
+        queues.map(({ queue }) =>
+          withDeadline(CLOSE_MS, 'queue close', () => queue.close()).catch(() => {}),
+        ),
+      )
     },
   }
 }

@@ -5,7 +5,8 @@ import { loadConfig } from '@threadline/config'
 import { addRules, createApp, sql } from '@threadline/db'
 import { createMetrics, createQueueSampler, metricsFromConfig } from '@threadline/metrics'
 import { ingestFromConfig } from '@threadline/ingest'
-import { createQueue, type PostsJob, type PostsJobResult } from '@threadline/queue'
+import { createQueue, createRedis, type PostsJob, type PostsJobResult } from '@threadline/queue'
+import { withDeadline } from '@threadline/runtime'
 import { createSimulator } from '@threadline/simulator'
 import { createTestEnv, generateConversation, waitFor, type TestEnv } from '@threadline/testing'
 import { writerFromConfig } from '@threadline/writer'
@@ -249,6 +250,31 @@ describe('queue sampler', () => {
     // The oldest is the first added: exactly 90 s before the injected clock.
     expect(read(text, 'threadline_queue_oldest_waiting_seconds', q)).toBe(90)
     expect(read(text, 'threadline_queue_sample_errors_total', q)).toBe(0)
+  })
+
+  it('counts a sample as failed and closes promptly when Redis never answered', async () => {
+    // Nothing listens on port 1: the connection is never ready, and BullMQ waits for it to be.
+    const redis = createRedis('redis://127.0.0.1:1', 'producer', 'sampler-test')
+    redis.on('error', () => {})
+    env.defer(async () => redis.disconnect())
+    const metrics = createMetrics({ defaultMetrics: false })
+    const sampler = createQueueSampler({
+      registry: metrics.registry,
+      redis,
+      prefix: `${env.prefix}:sampler-down`,
+      queues: ['posts'],
+      intervalMs: 1_000,
+      logger: env.logger,
+    })
+    sampler.start()
+    await waitFor(
+      'a failed sample counted',
+      async () =>
+        read(await metrics.text(), 'threadline_queue_sample_errors_total', { queue: 'posts' }) >= 1,
+      { timeoutMs: 10_000 },
+    )
+    // Without the deadlines, close() waited for the sample begun at start(), for ever.
+    await withDeadline(5_000, 'sampler close', () => sampler.close())
   })
 })
 
