@@ -41,25 +41,28 @@ export function tailStream(
   let lastId: string | undefined
   let markReady: () => void = () => {}
   const ready = new Promise<void>((resolve) => (markReady = resolve))
+  // Ends the loop's wait on a command at once when closed: a command sent while the connection
+  // was not ready yet (Redis down since the start) neither answers nor fails on disconnect().
+  let markClosed: () => void = () => {}
+  const closing = new Promise<undefined>((resolve) => (markClosed = () => resolve(undefined)))
+  const unlessClosed = <T>(command: Promise<T>): Promise<T | undefined> =>
+    Promise.race([command, closing])
 
   const run = async () => {
     let failures = 0
     while (!closed) {
       try {
         if (lastId === undefined) {
-          const tail = (await conn.xrevrange(key, '+', '-', 'COUNT', 1)) as RawEntries
+          const tail = (await unlessClosed(conn.xrevrange(key, '+', '-', 'COUNT', 1))) as
+            RawEntries | undefined
+          if (tail === undefined) return
           lastId = tail[0]?.[0] ?? '0-0'
           markReady()
         }
-        const res = (await conn.xread(
-          'COUNT',
-          count,
-          'BLOCK',
-          blockMs,
-          'STREAMS',
-          key,
-          lastId,
-        )) as Array<[string, RawEntries]> | null
+        const res = (await unlessClosed(
+          conn.xread('COUNT', count, 'BLOCK', blockMs, 'STREAMS', key, lastId),
+        )) as Array<[string, RawEntries]> | null | undefined
+        if (res === undefined) return
         failures = 0
         const raw = res?.[0]?.[1] ?? []
         if (raw.length === 0 || closed) continue
@@ -69,7 +72,7 @@ export function tailStream(
         if (closed) return
         failures += 1
         log?.warn({ err, key }, `${name}: reading the stream failed; retrying`)
-        await new Promise((r) => setTimeout(r, Math.min(5_000, 200 * failures)))
+        await unlessClosed(new Promise((r) => setTimeout(r, Math.min(5_000, 200 * failures))))
       }
     }
   }
@@ -82,6 +85,7 @@ export function tailStream(
     },
     async close() {
       closed = true
+      markClosed()
       markReady()
       // A blocked XREAD only ends with its connection.
       conn.disconnect()

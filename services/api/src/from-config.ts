@@ -51,6 +51,10 @@ export async function apiFromConfig(
       })
     : undefined
   const redis = createRedis(config, 'producer', 'api')
+  // Each failed connection attempt (at most one per 5 s once the backoff has grown): a JSON log
+  // line where ioredis would otherwise print its own "Unhandled error event" to stderr.
+  const redisLog = logger.child({ component: 'redis' })
+  redis.on('error', (err) => redisLog.warn({ err }, 'redis connection error; retrying'))
   const server = buildServer({
     db,
     readDb,
@@ -74,7 +78,13 @@ export async function apiFromConfig(
       activity: activityOptionsFromConfig(config),
     },
   })
-  registerFilteredStream(server.app, { db, redis, logger, options: filteredStreamOptions(config) })
+  registerFilteredStream(server.app, {
+    db,
+    redis,
+    logger,
+    options: filteredStreamOptions(config),
+    closing: server.closing,
+  })
   if (metrics) instrumentHttp(server.app, metrics.api())
   return server
 }

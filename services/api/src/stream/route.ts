@@ -46,7 +46,14 @@ export function noRulesError(): ApiError {
  */
 export function registerFilteredStream(
   app: FastifyInstance,
-  deps: { db: Db; redis: Redis; logger: Logger; options: FilteredStreamOptions },
+  deps: {
+    db: Db
+    redis: Redis
+    logger: Logger
+    options: FilteredStreamOptions
+    /** The server's close has begun (ApiServer.closing): a start still waiting gives up. */
+    closing?: AbortSignal
+  },
 ): FilteredStream {
   const { options } = deps
   const hub = new StreamHub(deps)
@@ -66,7 +73,16 @@ export function registerFilteredStream(
   // Started with the server (before it listens) and stopped within app.close(), after the streams
   // ended and before the server releases Postgres and Redis.
   app.addHook('onReady', async () => {
-    await hub.start()
+    // The hub waits for Redis (the stored stream's tail) and Postgres (LISTEN); closing it ends
+    // that wait, so a close that comes first is not held up by a start that cannot finish.
+    if (deps.closing?.aborted) return
+    const giveUp = () => void hub.close()
+    deps.closing?.addEventListener('abort', giveUp, { once: true })
+    try {
+      await hub.start()
+    } finally {
+      deps.closing?.removeEventListener('abort', giveUp)
+    }
   })
   app.addHook('preClose', async () => {
     await registry.closeAll()
