@@ -1,5 +1,5 @@
 import type { Config } from '@threadline/config'
-import type { Redis, RedisSettings } from '@threadline/queue'
+import { waitForRedis, type Redis, type RedisSettings } from '@threadline/queue'
 
 /** `host:port` of a URL, without its credentials (the default port when it names none). */
 function hostPort(url: string, defaultPort: number): string {
@@ -64,20 +64,13 @@ export async function reachRedis(redis: Redis, config: RedisSettings, ms = 5_000
     last = err
   }
   redis.on('error', onError)
-  let timer: NodeJS.Timeout | undefined
   try {
-    await Promise.race([
-      redis.ping(),
-      new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new Error(`no answer within ${ms / 1000} s`)), ms)
-      }),
-    ])
+    await waitForRedis(redis, ms)
   } catch (err) {
     throw new Error(
       `cannot reach Redis at ${redisWhere(config)}: ${(last ?? (err as Error)).message}`,
     )
   } finally {
-    clearTimeout(timer)
     redis.off('error', onError)
   }
 }
