@@ -24,6 +24,8 @@ export interface QueueSampler {
 }
 
 const STATES = ['waiting', 'active', 'delayed', 'failed'] as const
+/** How long close() waits for a sample under way, then for each queue object. */
+const CLOSE_MS = 1_000
 
 /** The queue families (made by the sampler; exported so the dashboard's names can be checked). */
 export function queueMetrics(registry: Registry) {
@@ -55,9 +57,6 @@ export function queueMetrics(registry: Registry) {
  * scrape time, so a slow or absent Redis never stalls a scrape. On a failed read the last values
  * stay and `threadline_queue_sample_errors_total` counts it.
  */
-/** How long close() waits for each queue object. */
-const CLOSE_MS = 1_000
-
 export function createQueueSampler(deps: QueueSamplerDeps): QueueSampler {
   const now = deps.now ?? Date.now
   const log = deps.logger.child({ component: 'queue-sampler' })
@@ -108,7 +107,10 @@ export function createQueueSampler(deps: QueueSamplerDeps): QueueSampler {
     async close() {
       closed = true
       clearTimeout(timer)
-      await running
+      // A sample under way ends by its deadline anyway; a stop need not wait that long.
+      await withDeadline(CLOSE_MS, 'queue sample', () => running ?? Promise.resolve()).catch(
+        () => {},
+      )
       // BullMQ's close waits for a connection that never became ready (Redis down since the
       // start): the process's shutdown then ran into its deadline. These queues only read, and
       // the caller closes the connection itself, so past a moment they are let go.
