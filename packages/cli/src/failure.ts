@@ -1,15 +1,17 @@
 import type { Config } from '@threadline/config'
 import { waitForRedis, type Redis, type RedisSettings } from '@threadline/queue'
 
-/** `host:port` of a URL, without its credentials (the default port when it names none). */
-function hostPort(url: string, defaultPort: number): string {
+/** A URL's host and port, without its credentials (the default port when it names none). */
+function endpoint(url: string, defaultPort: number): { host: string; port: string } {
   try {
     const u = new URL(url)
-    return `${u.hostname}:${u.port || defaultPort}`
+    return { host: u.hostname, port: u.port || String(defaultPort) }
   } catch {
-    return '(unparsable URL)'
+    return { host: '(unparsable URL)', port: '' }
   }
 }
+
+const hostPort = ({ host, port }: { host: string; port: string }) => `${host}:${port}`
 
 /** Where this configuration says Redis is: the cluster's seeds, or REDIS_URL's host and port. */
 export function redisWhere(config: RedisSettings): string {
@@ -17,7 +19,7 @@ export function redisWhere(config: RedisSettings): string {
   if (nodes && nodes.length > 0) {
     return `${nodes.map((n) => `${n.host}:${n.port}`).join(',')} (REDIS_CLUSTER_NODES)`
   }
-  return `${hostPort(config.REDIS_URL, 6379)} (REDIS_URL)`
+  return `${hostPort(endpoint(config.REDIS_URL, 6379))} (REDIS_URL)`
 }
 
 const NETWORK_CODES = new Set([
@@ -43,11 +45,11 @@ export function describeFailure(
     return `${message}: run "threadline migrate" (it creates the database), or check DATABASE_URL`
   }
   if (config && e.code && NETWORK_CODES.has(e.code)) {
-    const db = hostPort(config.DATABASE_URL, 5432)
+    const db = endpoint(config.DATABASE_URL, 5432)
     // pg reports the address it tried (a name resolved: `localhost` is 127.0.0.1 or ::1), so the
     // port tells; a name that did not resolve has no address at all.
-    if (e.port === undefined || String(e.port) === db.slice(db.lastIndexOf(':') + 1)) {
-      return `cannot reach Postgres at ${db} (DATABASE_URL): ${message}`
+    if (e.port === undefined || String(e.port) === db.port) {
+      return `cannot reach Postgres at ${hostPort(db)} (DATABASE_URL): ${message}`
     }
   }
   return message

@@ -13,6 +13,12 @@ export class UsageError extends Error {
  * malformed one always, saying what was given, since "required" would send the user looking for a
  * flag they did pass.
  */
+export function appOption(value: string | undefined, usage: string, required: true): string
+export function appOption(
+  value: string | undefined,
+  usage: string,
+  required: false,
+): string | undefined
 export function appOption(value: string | undefined, usage: string, required: boolean) {
   if (value === undefined || value === '') {
     if (required) throw new UsageError(`--app ID is required\n${usage}`)

@@ -14,7 +14,7 @@ export async function rulesCommand(
   values: { app?: string; tag?: string },
 ): Promise<void> {
   const [action, ...rest] = args
-  const appId = appOption(values.app, USAGE, true)!
+  const appId = appOption(values.app, USAGE, true)
   const db = createDb({ url: config.DATABASE_URL, poolMax: 1, applicationName: 'threadline-cli' })
   try {
     if (!(await findApp(db, appId))) throw new UsageError(`no app with id ${appId}`)
