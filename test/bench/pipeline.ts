@@ -17,7 +17,7 @@ import {
   onCompletedJobs,
   type PostsJobResult,
 } from '@threadline/queue'
-import { cpuPerUnit, cpuSnapshot, peakRssMb } from './lib/cpu.js'
+import { cpuPerUnit, cpuSnapshot, faultsPerUnit, peakRssMb } from './lib/cpu.js'
 
 /**
  * `pnpm bench pipeline [posts] [--warmup N] [--writers N] [--profile]`: the simulator (its own
@@ -227,14 +227,19 @@ try {
   const windowRows = end.all - start.all
   const pipelineRowRate = (windowRows * 1000) / elapsedMs
   // Where the rows' CPU went in the measured window (each writer process apart).
-  const cpu = cpuPerUnit(cpu0, cpu1, windowRows, [
+  const parts = [
     ...roles.slice(0, writers).map((child, i) => [`writer${i + 1}`, child.pid] as const),
-    ['ingest', roles[writers]?.pid],
-    ['simulator', sim.pid],
-    ['bench', process.pid],
+    ['ingest', roles[writers]?.pid] as const,
+    ['simulator', sim.pid] as const,
+    ['bench', process.pid] as const,
     ...backends.rows.map((b) => [`pg:${b.who}`, b.pid] as const),
-  ])
+  ]
+  const cpu = cpuPerUnit(cpu0, cpu1, windowRows, parts)
   console.log(`CPU µs per row in the window: ${JSON.stringify(cpu)}`)
+  // Memory first touched in the window: the queue's backlog growing in Redis, backends mapping
+  // shared buffers they had not used (see faultsPerUnit for what one costs on a virtual machine).
+  const faults = faultsPerUnit(cpu0, cpu1, windowRows, parts)
+  console.log(`Minor page faults per row in the window: ${JSON.stringify(faults)}`)
   const writerPeakRssMb = Math.max(...roles.slice(0, writers).map((w) => peakRssMb(w.pid)))
   measuring = false
   await Promise.all(
@@ -268,6 +273,7 @@ try {
   // on a shared machine (a checkpoint or autovacuum of the rows just stored).
   const copyTimes: number[] = []
   const copyCpu: Array<Record<string, number>> = []
+  const copyFaults: Array<Record<string, number>> = []
   for (let round = 0; round < 3; round++) {
     await client.query('DROP TABLE IF EXISTS copy_baseline')
     await client.query('CREATE TABLE copy_baseline (LIKE posts INCLUDING ALL)')
@@ -275,12 +281,16 @@ try {
     const c0 = performance.now()
     await pipeline(Readable.from(chunks), client.query(copyFrom('COPY copy_baseline FROM STDIN')))
     copyTimes.push(performance.now() - c0)
-    copyCpu.push(cpuPerUnit(before, cpuSnapshot(), rows, [['bench', process.pid]]))
+    const after = cpuSnapshot()
+    copyCpu.push(cpuPerUnit(before, after, rows, [['bench', process.pid]]))
+    copyFaults.push(faultsPerUnit(before, after, rows, [['bench', process.pid]]))
   }
   await client.end()
   const copyMs = [...copyTimes].sort((a, b) => a - b)[1]!
   const medianCopyCpu = copyCpu[copyTimes.indexOf(copyMs)] ?? {}
+  const medianCopyFaults = copyFaults[copyTimes.indexOf(copyMs)] ?? {}
   console.log(`COPY CPU µs per row, median round: ${JSON.stringify(medianCopyCpu)}`)
+  console.log(`COPY minor page faults per row, median round: ${JSON.stringify(medianCopyFaults)}`)
   const copyRate = (rows * 1000) / copyMs
   console.log(
     `COPY rounds: ${copyTimes.map((ms) => Math.round((rows * 1000) / ms)).join(', ')} rows/s`,
@@ -305,6 +315,8 @@ try {
       ratio: Number((pipelineRowRate / copyRate).toFixed(3)),
       cpu_us_per_row: cpu.machine,
       copy_cpu_us_per_row: medianCopyCpu.machine,
+      faults_per_row: faults.all,
+      copy_faults_per_row: medianCopyFaults.all,
       writer_peak_rss_mb: writerPeakRssMb,
       target_ratio: 0.5,
     }),

@@ -6,8 +6,8 @@ import { readdirSync, readFileSync } from 'node:fs'
  * went. Times are in clock ticks (USER_HZ, 100 a second on Linux).
  */
 export interface CpuSnapshot {
-  /** utime + stime of each live process, by pid. */
-  procs: Map<number, { name: string; ticks: number; system: number }>
+  /** utime + stime of each live process, by pid, and its minor page faults so far. */
+  procs: Map<number, ProcTimes>
   /** The whole machine: busy (user + nice + system + irq + softirq) and idle ticks. */
   busy: number
   idle: number
@@ -16,15 +16,27 @@ export interface CpuSnapshot {
 
 const TICK_US = 10_000
 
-function readProc(pid: number): { name: string; ticks: number; system: number } | undefined {
+interface ProcTimes {
+  name: string
+  ticks: number
+  system: number
+  faults: number
+}
+
+function readProc(pid: number): ProcTimes | undefined {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
     // comm is in parentheses and may itself hold spaces or parentheses.
     const close = stat.lastIndexOf(')')
     const name = stat.slice(stat.indexOf('(') + 1, close)
     const fields = stat.slice(close + 2).split(' ')
-    // Fields 14 and 15 of stat (utime, stime); fields[0] here is field 3.
-    return { name, ticks: Number(fields[11]) + Number(fields[12]), system: Number(fields[12]) }
+    // Fields 10, 14 and 15 of stat (minflt, utime, stime); fields[0] here is field 3.
+    return {
+      name,
+      ticks: Number(fields[11]) + Number(fields[12]),
+      system: Number(fields[12]),
+      faults: Number(fields[7]),
+    }
   } catch {
     return undefined
   }
@@ -46,7 +58,7 @@ export function cpuSnapshot(): CpuSnapshot | undefined {
   } catch {
     return undefined
   }
-  const procs = new Map<number, { name: string; ticks: number; system: number }>()
+  const procs = new Map<number, ProcTimes>()
   for (const pid of pids) {
     const p = readProc(pid)
     if (p) procs.set(pid, p)
@@ -55,36 +67,51 @@ export function cpuSnapshot(): CpuSnapshot | undefined {
   return { procs, busy: user + nice + system + irq + softirq, idle: idle + iowait, system }
 }
 
+type Named = ReadonlyArray<readonly [label: string, pid: number | undefined]>
+
 /**
- * Microseconds of CPU per unit of work between two snapshots, by part: each labelled pid, then every
- * other process grouped by its name (postgres, redis-server, …), and `machine` for all of it; a part's
- * `.sys` entry is the kernel's time within it.
+ * What each part spent between two snapshots: each labelled pid, then every other process grouped
+ * by its name (postgres, redis-server, …). Several pids may share a label (the Postgres backends of
+ * one client): their times add up.
+ */
+function byPart(
+  before: CpuSnapshot,
+  after: CpuSnapshot,
+  named: Named,
+): Map<string, { all: number; system: number; faults: number }> {
+  const byPid = new Map<number, string>()
+  for (const [label, pid] of named) if (pid !== undefined) byPid.set(pid, label)
+  const parts = new Map<string, { all: number; system: number; faults: number }>()
+  for (const [pid, p] of after.procs) {
+    const was = before.procs.get(pid)
+    const d = p.ticks - (was?.ticks ?? 0)
+    const faults = p.faults - (was?.faults ?? 0)
+    if (d <= 0 && faults <= 0) continue
+    const label = byPid.get(pid) ?? p.name
+    const t = parts.get(label) ?? { all: 0, system: 0, faults: 0 }
+    t.all += Math.max(d, 0)
+    t.system += p.system - (was?.system ?? 0)
+    t.faults += faults
+    parts.set(label, t)
+  }
+  return parts
+}
+
+/**
+ * Microseconds of CPU per unit of work between two snapshots, by part (see byPart), and `machine`
+ * for all of it; a part's `.sys` entry is the kernel's time within it.
  * `busy_share` is the machine's busy time over its whole capacity in the window.
  */
 export function cpuPerUnit(
   before: CpuSnapshot | undefined,
   after: CpuSnapshot | undefined,
   units: number,
-  named: ReadonlyArray<readonly [label: string, pid: number | undefined]>,
+  named: Named,
 ): Record<string, number> {
   if (!before || !after || units <= 0) return {}
-  // Several pids may share a label (Postgres backends of one client): their times add up.
-  const byPid = new Map<number, string>()
-  for (const [label, pid] of named) if (pid !== undefined) byPid.set(pid, label)
-  const ticks = new Map<string, { all: number; system: number }>()
-  for (const [pid, p] of after.procs) {
-    const was = before.procs.get(pid)
-    const d = p.ticks - (was?.ticks ?? 0)
-    if (d <= 0) continue
-    const label = byPid.get(pid) ?? p.name
-    const t = ticks.get(label) ?? { all: 0, system: 0 }
-    t.all += d
-    t.system += p.system - (was?.system ?? 0)
-    ticks.set(label, t)
-  }
   const out: Record<string, number> = {}
   const us = (t: number) => Math.round(((t * TICK_US) / units) * 10) / 10
-  for (const [label, t] of [...ticks].sort((a, b) => b[1].all - a[1].all)) {
+  for (const [label, t] of [...byPart(before, after, named)].sort((a, b) => b[1].all - a[1].all)) {
     if (us(t.all) < 1) continue
     out[label] = us(t.all)
     // The kernel's share (system calls, page faults), where it is a part worth naming.
@@ -94,6 +121,32 @@ export function cpuPerUnit(
   out.machine = us(busy)
   out.machine_system = us(after.system - before.system)
   out.busy_share = Math.round((busy / (busy + after.idle - before.idle)) * 100) / 100
+  return out
+}
+
+/**
+ * Minor page faults per unit of work between two snapshots, by part (see byPart; parts under 0.01
+ * left out), and `all` for the processes alive at both ends. Each is a first touch of memory the
+ * process had not used yet (a fresh allocation, a shared buffer a backend had not mapped): on a
+ * virtual machine whose kernel cannot map a page without the hypervisor, one costs ≈ 10–15 µs
+ * (docs/capacity.md), so a part's faults tell how much of its CPU went to growing its memory.
+ */
+export function faultsPerUnit(
+  before: CpuSnapshot | undefined,
+  after: CpuSnapshot | undefined,
+  units: number,
+  named: Named,
+): Record<string, number> {
+  if (!before || !after || units <= 0) return {}
+  const out: Record<string, number> = {}
+  const per = (n: number) => Math.round((n / units) * 100) / 100
+  let all = 0
+  const parts = [...byPart(before, after, named)].sort((a, b) => b[1].faults - a[1].faults)
+  for (const [label, t] of parts) {
+    all += t.faults
+    if (per(t.faults) >= 0.01) out[label] = per(t.faults)
+  }
+  out.all = per(all)
   return out
 }
 
