@@ -209,6 +209,26 @@ describe('ingest against a fake upstream', () => {
     await ingest.close()
   })
 
+  it('says which setting to check when the stream refuses its token, and connects once it is accepted', async () => {
+    await clearRules()
+    const fake = await fakeUpstream((f) =>
+      f.connectFaults.push({ status: 401, body: { title: 'Unauthorized', status: 401 } }),
+    )
+    const { ingest, events } = await startIngest(env, fastOptions(fake.url))
+    // Closed whatever the outcome: a test after this one needs the stream lease.
+    try {
+      await addRules(env.db, appA, [{ value: 'conversation_id:4010' }], { cap: 1000 })
+      await waitFor('a connection after the 401', () => events.some((e) => e.type === 'connected'))
+      const refused = events.find((e) => e.type === 'disconnected' && e.failure?.kind === 'http')
+      // fastOptions sends no token.
+      expect(refused?.type === 'disconnected' && refused.reason).toMatch(
+        /^401: .*Unauthorized.*no bearer token was sent: set UPSTREAM_BEARER_TOKEN/,
+      )
+    } finally {
+      await ingest.close()
+    }
+  })
+
   it('repairs drift, records rejected values once, keeps one upstream rule per value across restarts and replicas, and removes rules no app holds', async () => {
     await clearRules()
     const keep = 'conversation_id:1900000000000000001'

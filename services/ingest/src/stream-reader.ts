@@ -7,7 +7,7 @@ import {
   type ConnectFailure,
 } from './backoff.js'
 import { LineSplitter } from './lines.js'
-import { parseRateLimit, type StreamResponse, type UpstreamClient } from './upstream.js'
+import { authHint, parseRateLimit, type StreamResponse, type UpstreamClient } from './upstream.js'
 
 export interface StreamReaderOptions {
   policy: BackoffPolicy
@@ -202,7 +202,7 @@ export class StreamReader {
         }
         return {
           failure: { kind: 'http', status: res.status },
-          reason: `${res.status}: ${body.slice(0, 200)}`,
+          reason: `${res.status}: ${body.slice(0, 200)}${authHint(res.status, this.deps.upstream.hasToken)}`,
           connected,
         }
       }

@@ -92,6 +92,23 @@ export function parseRateLimit(headers: Headers): RateLimit {
   }
 }
 
+/**
+ * What to check when the upstream refuses the credentials (401, 403), to follow its answer in a
+ * log line; empty for any other status. X answers 401 to a missing or wrong bearer token, and 403
+ * to a token whose app lacks the endpoint's access level.
+ */
+export function authHint(status: number, hasToken: boolean): string {
+  if (status === 401) {
+    return hasToken
+      ? ' (the upstream refused the bearer token: check UPSTREAM_BEARER_TOKEN)'
+      : ' (no bearer token was sent: set UPSTREAM_BEARER_TOKEN)'
+  }
+  if (status === 403) {
+    return " (the upstream refused this token's app the endpoint: check that UPSTREAM_BEARER_TOKEN belongs to an app with access to it)"
+  }
+  return ''
+}
+
 export class UpstreamHttpError extends Error {
   override name = 'UpstreamHttpError'
   constructor(
@@ -100,8 +117,9 @@ export class UpstreamHttpError extends Error {
     readonly status: number,
     readonly body: string,
     readonly rateLimit: RateLimit,
+    hint = '',
   ) {
-    super(`${method} ${path} answered ${status}: ${body.slice(0, 300)}`)
+    super(`${method} ${path} answered ${status}: ${body.slice(0, 300)}${hint}`)
   }
 }
 
@@ -141,8 +159,11 @@ export class UpstreamClient {
   private readonly base: string
   private readonly headers: Record<string, string>
   private readonly timeoutMs: number
+  /** Whether requests carry a bearer token (for authHint). */
+  readonly hasToken: boolean
 
   constructor(options: UpstreamOptions) {
+    this.hasToken = Boolean(options.bearerToken)
     this.base = options.baseUrl.replace(/\/+$/, '')
     this.headers = {
       'user-agent': 'threadline-ingest',
@@ -186,7 +207,14 @@ export class UpstreamClient {
   ): Promise<{ status: number; text: string; json: Json; rateLimit: RateLimit }> {
     const res = await this.request(method, path, params, body, signal)
     if (!okStatuses.includes(res.status)) {
-      throw new UpstreamHttpError(method, path, res.status, res.text, res.rateLimit)
+      throw new UpstreamHttpError(
+        method,
+        path,
+        res.status,
+        res.text,
+        res.rateLimit,
+        authHint(res.status, this.hasToken),
+      )
     }
     let json: unknown
     try {
@@ -264,6 +292,7 @@ export class UpstreamClient {
         res.status,
         res.text,
         res.rateLimit,
+        authHint(res.status, this.hasToken),
       )
     }
     const body = isObj(json) ? json : {}
