@@ -98,6 +98,14 @@ describe('parseQuery: errors', () => {
     ],
     ['a b)', ["missing EOF at ')' (at position 4)"]],
     ['(a b', ["missing ')' at '<EOF>' (at position 5)"]],
+    ['(((a b', ["missing ')' at '<EOF>' (at position 7)"]],
+    [
+      '(((',
+      [
+        "no viable alternative at input '<EOF>' (at position 4)",
+        "missing ')' at '<EOF>' (at position 4)",
+      ],
+    ],
     ['', ["no viable alternative at input '<EOF>' (at position 1)"]],
     ['   ', ["no viable alternative at input '<EOF>' (at position 4)"]],
     ['a OR', ["no viable alternative at input '<EOF>' (at position 5)"]],

@@ -64,8 +64,10 @@ interface Token {
 
 class QueryErrors {
   readonly list: string[] = []
+  /** Each message once: `(((a` lacks three `)` at the same place, which one message says. */
   add(reason: string, pos: number): void {
-    if (this.list.length < MAX_ERRORS) this.list.push(`${reason} (at position ${pos})`)
+    const message = `${reason} (at position ${pos})`
+    if (this.list.length < MAX_ERRORS && !this.list.includes(message)) this.list.push(message)
   }
 }
 
