@@ -414,7 +414,9 @@ describe('isolation between apps', () => {
       filter: {},
     })
     expect(bad.status).toBe(400)
-    expect(bad.body.errors[0].message).toMatch(/is not one of \[post\.create,/)
+    expect(bad.body.errors[0].message).toMatch(
+      /^The `event_type` body parameter value \[nope\] is not one of \[post\.create,/,
+    )
     const body = { event_type: 'follow.follow', filter: { user_id: '7601' } }
     await subscribe(tokenA, body)
     const again = await call(api, tokenA, 'POST', '/2/activity/subscriptions', body)

@@ -102,7 +102,7 @@ export function parseCreateSubscription(body: Record<string, unknown>): CreateSu
     c.add(
       'event_type',
       body.event_type,
-      `The \`event_type\` query parameter value [${shown(body.event_type)}] is not one of [${EVENT_TYPES.join(',')}]`,
+      `The \`event_type\` body parameter value [${shown(body.event_type)}] is not one of [${EVENT_TYPES.join(',')}]`,
     )
   } else {
     eventType = body.event_type
