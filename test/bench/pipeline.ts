@@ -17,7 +17,7 @@ import {
   onCompletedJobs,
   type PostsJobResult,
 } from '@threadline/queue'
-import { cpuPerUnit, cpuSnapshot, faultsPerUnit, peakRssMb } from './lib/cpu.js'
+import { costPerUnit, cpuSnapshot, peakRssMb } from './lib/cpu.js'
 
 /**
  * `pnpm bench pipeline [posts] [--warmup N] [--writers N] [--profile]`: the simulator (its own
@@ -234,11 +234,10 @@ try {
     ['bench', process.pid] as const,
     ...backends.rows.map((b) => [`pg:${b.who}`, b.pid] as const),
   ]
-  const cpu = cpuPerUnit(cpu0, cpu1, windowRows, parts)
+  const { cpu, faults } = costPerUnit(cpu0, cpu1, windowRows, parts)
   console.log(`CPU µs per row in the window: ${JSON.stringify(cpu)}`)
   // Memory first touched in the window: the queue's backlog growing in Redis, backends mapping
-  // shared buffers they had not used (see faultsPerUnit for what one costs on a virtual machine).
-  const faults = faultsPerUnit(cpu0, cpu1, windowRows, parts)
+  // shared buffers they had not used (see costPerUnit for what one costs on a virtual machine).
   console.log(`Minor page faults per row in the window: ${JSON.stringify(faults)}`)
   const writerPeakRssMb = Math.max(...roles.slice(0, writers).map((w) => peakRssMb(w.pid)))
   measuring = false
@@ -281,9 +280,9 @@ try {
     const c0 = performance.now()
     await pipeline(Readable.from(chunks), client.query(copyFrom('COPY copy_baseline FROM STDIN')))
     copyTimes.push(performance.now() - c0)
-    const after = cpuSnapshot()
-    copyCpu.push(cpuPerUnit(before, after, rows, [['bench', process.pid]]))
-    copyFaults.push(faultsPerUnit(before, after, rows, [['bench', process.pid]]))
+    const cost = costPerUnit(before, cpuSnapshot(), rows, [['bench', process.pid]])
+    copyCpu.push(cost.cpu)
+    copyFaults.push(cost.faults)
   }
   await client.end()
   const copyMs = [...copyTimes].sort((a, b) => a - b)[1]!

@@ -98,56 +98,46 @@ function byPart(
 }
 
 /**
- * Microseconds of CPU per unit of work between two snapshots, by part (see byPart), and `machine`
- * for all of it; a part's `.sys` entry is the kernel's time within it.
- * `busy_share` is the machine's busy time over its whole capacity in the window.
+ * What a window cost per unit of work, by part (see byPart), between two snapshots (both empty
+ * where /proc could not be read):
+ * - `cpu`: microseconds of CPU, `machine` for all of it; a part's `.sys` entry is the kernel's time
+ *   within it, and `busy_share` the machine's busy time over its whole capacity in the window;
+ * - `faults`: minor page faults (parts under 0.01 left out), `all` for the processes alive at both
+ *   ends. Each is a first touch of memory the process had not used yet (a fresh allocation, a
+ *   shared buffer a backend had not mapped): on a virtual machine whose kernel cannot map a page
+ *   without the hypervisor one costs ≈ 10–15 µs (docs/capacity.md), so a part's faults tell how
+ *   much of its CPU went to growing its memory.
  */
-export function cpuPerUnit(
+export function costPerUnit(
   before: CpuSnapshot | undefined,
   after: CpuSnapshot | undefined,
   units: number,
   named: Named,
-): Record<string, number> {
-  if (!before || !after || units <= 0) return {}
-  const out: Record<string, number> = {}
+): { cpu: Record<string, number>; faults: Record<string, number> } {
+  if (!before || !after || units <= 0) return { cpu: {}, faults: {} }
+  const parts = [...byPart(before, after, named)]
+  const cpu: Record<string, number> = {}
   const us = (t: number) => Math.round(((t * TICK_US) / units) * 10) / 10
-  for (const [label, t] of [...byPart(before, after, named)].sort((a, b) => b[1].all - a[1].all)) {
+  for (const [label, t] of parts.sort((a, b) => b[1].all - a[1].all)) {
     if (us(t.all) < 1) continue
-    out[label] = us(t.all)
+    cpu[label] = us(t.all)
     // The kernel's share (system calls, page faults), where it is a part worth naming.
-    if (us(t.system) >= 1) out[`${label}.sys`] = us(t.system)
+    if (us(t.system) >= 1) cpu[`${label}.sys`] = us(t.system)
   }
   const busy = after.busy - before.busy
-  out.machine = us(busy)
-  out.machine_system = us(after.system - before.system)
-  out.busy_share = Math.round((busy / (busy + after.idle - before.idle)) * 100) / 100
-  return out
-}
+  cpu.machine = us(busy)
+  cpu.machine_system = us(after.system - before.system)
+  cpu.busy_share = Math.round((busy / (busy + after.idle - before.idle)) * 100) / 100
 
-/**
- * Minor page faults per unit of work between two snapshots, by part (see byPart; parts under 0.01
- * left out), and `all` for the processes alive at both ends. Each is a first touch of memory the
- * process had not used yet (a fresh allocation, a shared buffer a backend had not mapped): on a
- * virtual machine whose kernel cannot map a page without the hypervisor, one costs ≈ 10–15 µs
- * (docs/capacity.md), so a part's faults tell how much of its CPU went to growing its memory.
- */
-export function faultsPerUnit(
-  before: CpuSnapshot | undefined,
-  after: CpuSnapshot | undefined,
-  units: number,
-  named: Named,
-): Record<string, number> {
-  if (!before || !after || units <= 0) return {}
-  const out: Record<string, number> = {}
+  const faults: Record<string, number> = {}
   const per = (n: number) => Math.round((n / units) * 100) / 100
   let all = 0
-  const parts = [...byPart(before, after, named)].sort((a, b) => b[1].faults - a[1].faults)
-  for (const [label, t] of parts) {
+  for (const [label, t] of parts.sort((a, b) => b[1].faults - a[1].faults)) {
     all += t.faults
-    if (per(t.faults) >= 0.01) out[label] = per(t.faults)
+    if (per(t.faults) >= 0.01) faults[label] = per(t.faults)
   }
-  out.all = per(all)
-  return out
+  faults.all = per(all)
+  return { cpu, faults }
 }
 
 /** A process's peak resident memory (VmHWM) in MB, 0 where /proc cannot tell. */
