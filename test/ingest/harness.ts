@@ -1,3 +1,4 @@
+import { onTestFinished } from 'vitest'
 import { startTestWriter } from '../support/writer.js'
 import { createDb, sql } from '@threadline/db'
 import { createIngest, type Ingest, type IngestOptions, type StreamEvent } from '@threadline/ingest'
@@ -52,6 +53,9 @@ export async function startIngest(
     options,
   })
   env.defer(() => ingest.close())
+  // Closed when the test ends, passed or failed: a failed test that kept the stream lease would
+  // make the next one time out waiting for a connection.
+  onTestFinished(() => ingest.close())
   // Recorded from the start, so that no event is missed between start and a test's first look.
   const events: StreamEvent[] = []
   ingest.onStreamEvent((e) => events.push(e))

@@ -215,18 +215,14 @@ describe('ingest against a fake upstream', () => {
       f.connectFaults.push({ status: 401, body: { title: 'Unauthorized', status: 401 } }),
     )
     const { ingest, events } = await startIngest(env, fastOptions(fake.url))
-    // Closed whatever the outcome: a test after this one needs the stream lease.
-    try {
-      await addRules(env.db, appA, [{ value: 'conversation_id:4010' }], { cap: 1000 })
-      await waitFor('a connection after the 401', () => events.some((e) => e.type === 'connected'))
-      const refused = events.find((e) => e.type === 'disconnected' && e.failure?.kind === 'http')
-      // fastOptions sends no token.
-      expect(refused?.type === 'disconnected' && refused.reason).toMatch(
-        /^401: .*Unauthorized.*no bearer token was sent: set UPSTREAM_BEARER_TOKEN/,
-      )
-    } finally {
-      await ingest.close()
-    }
+    await addRules(env.db, appA, [{ value: 'conversation_id:4010' }], { cap: 1000 })
+    await waitFor('a connection after the 401', () => events.some((e) => e.type === 'connected'))
+    const refused = events.find((e) => e.type === 'disconnected' && e.failure?.kind === 'http')
+    // fastOptions sends no token.
+    expect(refused?.type === 'disconnected' && refused.reason).toMatch(
+      /^401: .*Unauthorized.*no bearer token was sent: set UPSTREAM_BEARER_TOKEN/,
+    )
+    await ingest.close()
   })
 
   it('repairs drift, records rejected values once, keeps one upstream rule per value across restarts and replicas, and removes rules no app holds', async () => {
