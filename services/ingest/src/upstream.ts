@@ -104,7 +104,7 @@ export function authHint(status: number, hasToken: boolean): string {
       : ' (no bearer token was sent: set UPSTREAM_BEARER_TOKEN)'
   }
   if (status === 403) {
-    return " (the upstream refused this token's app the endpoint: check that UPSTREAM_BEARER_TOKEN belongs to an app with access to it)"
+    return " (the upstream denies this token's app access to the endpoint: check that UPSTREAM_BEARER_TOKEN belongs to an app with access to it)"
   }
   return ''
 }
