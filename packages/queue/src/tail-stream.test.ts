@@ -1,17 +1,7 @@
 import { describe, expect, it } from 'vitest'
+import { withDeadline } from '@threadline/runtime'
 import { createRedis } from './connection.js'
 import { tailStream } from './tail-stream.js'
-
-/** `promise`, or a rejection naming `what` after `ms`. */
-function within<T>(ms: number, what: string, promise: Promise<T>): Promise<T> {
-  let timer: NodeJS.Timeout | undefined
-  return Promise.race([
-    promise,
-    new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`${what} did not end within ${ms} ms`)), ms)
-    }),
-  ]).finally(() => clearTimeout(timer))
-}
 
 describe('tailStream', () => {
   it('closes at once when Redis never answered (a command sent before the connection was ready)', async () => {
@@ -29,18 +19,19 @@ describe('tailStream', () => {
       // parent, which is created with it): disconnect() then cancels the retry and nothing ever
       // answers or fails the command the tail is waiting on. Without the close racing its
       // commands, this waited until the process ended.
-      await within(
+      await withDeadline(
         5_000,
         'a third retry scheduled',
-        new Promise<void>((resolve) => {
-          let retries = 0
-          redis.on('reconnecting', () => {
-            if (++retries === 3) resolve()
-          })
-        }),
+        () =>
+          new Promise<void>((resolve) => {
+            let retries = 0
+            redis.on('reconnecting', () => {
+              if (++retries === 3) resolve()
+            })
+          }),
       )
-      await within(3_000, 'tail close', tail.close())
-      await within(100, 'ready after close', tail.ready)
+      await withDeadline(3_000, 'tail close', () => tail.close())
+      await withDeadline(100, 'ready after close', () => tail.ready)
       expect(tail.lastId).toBe('0-0')
     } finally {
       redis.disconnect()
