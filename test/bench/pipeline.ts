@@ -271,8 +271,7 @@ try {
   // Three COPYs, each into a fresh table, and the median: one run of two seconds swings by ±20 %
   // on a shared machine (a checkpoint or autovacuum of the rows just stored).
   const copyTimes: number[] = []
-  const copyCpu: Array<Record<string, number>> = []
-  const copyFaults: Array<Record<string, number>> = []
+  const copyCosts: Array<ReturnType<typeof costPerUnit>> = []
   for (let round = 0; round < 3; round++) {
     await client.query('DROP TABLE IF EXISTS copy_baseline')
     await client.query('CREATE TABLE copy_baseline (LIKE posts INCLUDING ALL)')
@@ -280,14 +279,14 @@ try {
     const c0 = performance.now()
     await pipeline(Readable.from(chunks), client.query(copyFrom('COPY copy_baseline FROM STDIN')))
     copyTimes.push(performance.now() - c0)
-    const cost = costPerUnit(before, cpuSnapshot(), rows, [['bench', process.pid]])
-    copyCpu.push(cost.cpu)
-    copyFaults.push(cost.faults)
+    copyCosts.push(costPerUnit(before, cpuSnapshot(), rows, [['bench', process.pid]]))
   }
   await client.end()
   const copyMs = [...copyTimes].sort((a, b) => a - b)[1]!
-  const medianCopyCpu = copyCpu[copyTimes.indexOf(copyMs)] ?? {}
-  const medianCopyFaults = copyFaults[copyTimes.indexOf(copyMs)] ?? {}
+  const { cpu: medianCopyCpu, faults: medianCopyFaults } = copyCosts[copyTimes.indexOf(copyMs)] ?? {
+    cpu: {},
+    faults: {},
+  }
   console.log(`COPY CPU µs per row, median round: ${JSON.stringify(medianCopyCpu)}`)
   console.log(`COPY minor page faults per row, median round: ${JSON.stringify(medianCopyFaults)}`)
   const copyRate = (rows * 1000) / copyMs

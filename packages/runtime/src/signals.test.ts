@@ -3,6 +3,7 @@ import { once } from 'node:events'
 import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
+import { withDeadline } from './index.js'
 
 const child = fileURLToPath(new URL('./fixtures/signal-child.ts', import.meta.url))
 
@@ -23,17 +24,16 @@ describe('runUntilSignal', () => {
     const exited = once(proc, 'exit') as Promise<[number | null, NodeJS.Signals | null]>
     // Each step waits for the line that shows the child got there, or fails after 10 s.
     const seen = (test: (line: string) => boolean, what: string) =>
-      Promise.race([
-        lines.some(test)
-          ? Promise.resolve()
-          : new Promise<void>((resolve) => waiters.push({ test, resolve })),
-        exited.then(() => {
-          throw new Error(`exited before ${what}: ${lines.join('\n')}`)
-        }),
-        new Promise<never>((_, reject) =>
-          setTimeout(() => reject(new Error(`no ${what} within 10 s`)), 10_000).unref(),
-        ),
-      ])
+      withDeadline(10_000, what, () =>
+        Promise.race([
+          lines.some(test)
+            ? Promise.resolve()
+            : new Promise<void>((resolve) => waiters.push({ test, resolve })),
+          exited.then(() => {
+            throw new Error(`exited before ${what}: ${lines.join('\n')}`)
+          }),
+        ]),
+      )
     try {
       await seen((l) => l === 'marker:started', 'start')
       proc.kill('SIGINT')

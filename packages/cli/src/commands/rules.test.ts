@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest'
 import { loadConfig } from '@threadline/config'
+import { silentLogger } from '@threadline/logger'
 import { rulesCommand } from './rules.js'
 import { webhooksCommand } from './webhooks.js'
-import { silentLogger } from '@threadline/logger'
 
 // Refused before any connection is made: the database URL points nowhere.
 const config = loadConfig({ DATABASE_URL: 'postgres://nobody@127.0.0.1:1/none' })
