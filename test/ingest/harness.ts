@@ -52,7 +52,6 @@ export async function startIngest(
     logger: env.logger,
     options,
   })
-  env.defer(() => ingest.close())
   // Closed when the test ends, passed or failed: a failed test that kept the stream lease would
   // make the next one time out waiting for a connection.
   onTestFinished(() => ingest.close())

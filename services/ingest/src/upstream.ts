@@ -206,24 +206,26 @@ export class UpstreamClient {
     okStatuses: readonly number[] = [200, 201],
   ): Promise<{ status: number; text: string; json: Json; rateLimit: RateLimit }> {
     const res = await this.request(method, path, params, body, signal)
-    if (!okStatuses.includes(res.status)) {
-      throw new UpstreamHttpError(
-        method,
-        path,
-        res.status,
-        res.text,
-        res.rateLimit,
-        authHint(res.status, this.hasToken),
-      )
-    }
+    if (!okStatuses.includes(res.status)) throw this.failed(method, path, res)
     let json: unknown
     try {
       json = JSON.parse(res.text)
     } catch {
-      throw new UpstreamHttpError(method, path, res.status, `not JSON: ${res.text}`, res.rateLimit)
+      throw this.failed(method, path, res, `not JSON: ${res.text}`)
     }
-    if (!isObj(json)) throw new UpstreamHttpError(method, path, res.status, res.text, res.rateLimit)
+    if (!isObj(json)) throw this.failed(method, path, res)
     return { ...res, json }
+  }
+
+  /** The error for a response this client cannot use, with authHint's advice on a 401 or 403. */
+  private failed(
+    method: string,
+    path: string,
+    res: { status: number; text: string; rateLimit: RateLimit },
+    body = res.text,
+  ): UpstreamHttpError {
+    const hint = authHint(res.status, this.hasToken)
+    return new UpstreamHttpError(method, path, res.status, body, res.rateLimit, hint)
   }
 
   /** Every rule the upstream holds, following pagination. */
@@ -286,14 +288,7 @@ export class UpstreamClient {
       json = undefined
     }
     if (!refused && (res.status >= 300 || !isObj(json))) {
-      throw new UpstreamHttpError(
-        'POST',
-        '/2/tweets/search/stream/rules',
-        res.status,
-        res.text,
-        res.rateLimit,
-        authHint(res.status, this.hasToken),
-      )
+      throw this.failed('POST', '/2/tweets/search/stream/rules', res)
     }
     const body = isObj(json) ? json : {}
     const asked = new Set(values)
