@@ -61,32 +61,44 @@ export function repeatEvery(
   }
 }
 
+/** A repeat of the first signal this soon after it is a wrapper's relayed copy (runUntilSignal). */
+const RELAYED_WITHIN_MS = 1_000
+
 /**
  * Starts the services, then on SIGTERM/SIGINT closes them in reverse order under a deadline. No
  * process.exit on the normal path: resources are released and the event loop drains. A watchdog
  * (unref'd, so it never keeps the process alive) ends a process that still has not drained.
  *
- * A signal that comes while the services close is logged and ignored, not left to Node's default
- * (which ends the process at once, jobs and connections half closed). Ctrl-C under a wrapper that
- * relays signals (`tsx`, a shell script) delivers SIGINT twice, once from the terminal and once
- * relayed; an orchestrator may repeat SIGTERM. The watchdog still bounds the shutdown, and SIGKILL
- * still ends it at once.
+ * A signal that comes while the services close is ignored, not left to Node's default (which
+ * ends the process at once, jobs and connections half closed). Ctrl-C under a wrapper that relays
+ * signals (`tsx`, as `pnpm start` runs) delivers SIGINT twice, once from the terminal and once
+ * relayed, milliseconds apart: that copy is logged at debug level only (a warning there made every
+ * Ctrl-C look like a second one). Any other signal while closing (a second Ctrl-C, an orchestrator
+ * repeating SIGTERM) gets a warning that says what is going on. The watchdog still bounds the
+ * shutdown, and SIGKILL still ends it at once.
  */
 export async function runUntilSignal(
   services: Service[],
   logger: Logger,
   shutdownTimeoutMs: number,
 ): Promise<void> {
-  let stopping = false
+  let stopping: { signal: string; atMs: number } | undefined
   const stop = async (signal: string) => {
     if (stopping) {
-      logger.warn(
-        { signal },
-        'already shutting down; in-flight work is finishing (SIGKILL ends the process at once)',
-      )
+      if (signal === stopping.signal && Date.now() - stopping.atMs < RELAYED_WITHIN_MS) {
+        logger.debug(
+          { signal },
+          'signal delivered again (relayed by a wrapper); already shutting down',
+        )
+      } else {
+        logger.warn(
+          { signal },
+          'already shutting down; in-flight work is finishing (SIGKILL ends the process at once)',
+        )
+      }
       return
     }
-    stopping = true
+    stopping = { signal, atMs: Date.now() }
     logger.info({ signal }, 'shutting down')
     const watchdog = setTimeout(() => {
       logger.error('shutdown deadline passed; exiting')
