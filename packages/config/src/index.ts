@@ -129,7 +129,7 @@ export const envSchema = z.object({
   // Batches in flight per writer: while some wait on Postgres (statement, commit) and Redis, the
   // writer normalizes others. On 2 cores, 2 left the box ≈ 15 % idle; 4 keeps it ≈ 93 % busy, and 8
   // (≈ 96 %) cost more CPU per stored row, writer and Postgres alike: ≈ 10 % in the median of seven
-  // paired runs, up to 60 % (docs/capacity.md).
+  // paired runs, up to 60 % (docs/performance-log.md).
   WRITER_CONCURRENCY: int(4, 1, 64),
   WRITER_LOCK_MS: int(30_000, 1_000, 600_000),
   WRITER_STALLED_INTERVAL_MS: int(30_000, 500, 600_000),

@@ -19,7 +19,7 @@ import { scriptCommand } from './script.js'
  * LRANGE back as a view of the socket's bytes, where a reply of a megabyte arrives in many reads
  * that it copies into a fresh buffer. That copy, into memory the process had to fault in, cost
  * the writer ≈ 2–6 ms a batch, against ≈ 0.5 ms for the list; writing the list cost the ingest
- * less too, as its lines are not joined first (docs/capacity.md). Jobs queued with a joined
+ * less too, as its lines are not joined first (docs/performance-log.md). Jobs queued with a joined
  * payload (`list` unset, by an ingest before the list) are still read.
  *
  * The payload key is deleted only after a writer committed the batch. A job whose payload is gone
