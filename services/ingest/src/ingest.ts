@@ -180,7 +180,7 @@ export function createIngest(deps: IngestDeps): Ingest {
         return batcher.add(line)
       },
       logger: deps.logger,
-      waitForRules: (signal) => sync.waitForSync(signal),
+      waitForRules: (signal) => sync.waitForRules(signal),
       options: {
         policy: options.backoff,
         stallMs: options.stallMs,

@@ -102,7 +102,9 @@ export class RuleSync {
         try {
           this.lastResult = await this.sync()
           this.syncs += 1
-          for (const wake of this.waiters) wake()
+          // A stream that got a 409 waits for rules: after a sync that left the upstream without
+          // any, connecting again would only get another 409.
+          if (this.lastResult.active > 0) for (const wake of this.waiters) wake()
         } catch (err) {
           this.log.warn({ err }, 'rule sync failed; retrying at the next change or reconcile')
         }
@@ -113,8 +115,11 @@ export class RuleSync {
     return this.running
   }
 
-  /** Resolves after the next completed sync (the stream waits on this after a 409). */
-  waitForSync(signal: AbortSignal): Promise<void> {
+  /**
+   * Resolves after the next completed sync that leaves rules placed upstream, on close, or on
+   * `signal` (the stream waits on this after a 409, besides its retry timer).
+   */
+  waitForRules(signal: AbortSignal): Promise<void> {
     return new Promise((resolve) => {
       const done = () => {
         this.waiters.delete(done)
