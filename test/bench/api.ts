@@ -23,7 +23,7 @@ import {
   withDatabase,
 } from '@threadline/db'
 import { silentLogger } from '@threadline/logger'
-import { createRedis } from '@threadline/queue'
+import { closeRedis, createRedis, deleteByPrefix } from '@threadline/queue'
 import { buildServer } from '@threadline/api'
 
 const { values, positionals } = parseArgs({
@@ -50,6 +50,7 @@ const benchUrl = withDatabase(config.DATABASE_URL, 'threadline_bench')
 // ---------------------------------------------------------------- child processes: the servers
 
 async function serveApi(): Promise<void> {
+  const prefix = `bench-${process.pid}`
   const db = createDb({ url: benchUrl, poolMax: 10, applicationName: 'bench-api' })
   const server = buildServer({
     db,
@@ -58,7 +59,7 @@ async function serveApi(): Promise<void> {
     options: {
       host: '127.0.0.1',
       port: 0,
-      prefix: `bench-${process.pid}`,
+      prefix,
       rateLimits: { lookup: 1e9, search: 1e9, counts: 1e9, rules: 1e9 },
       ruleCap: 1000,
       queryMaxLength: 1024,
@@ -69,7 +70,15 @@ async function serveApi(): Promise<void> {
   })
   await server.start()
   process.stdout.write(`listening ${server.url()}\n`)
-  process.once('SIGTERM', () => void server.close())
+  // Closed by the parent; the rate-limit windows it counted in Redis go with it.
+  process.once('SIGTERM', () => {
+    void (async () => {
+      await server.close()
+      const redis = createRedis(config.REDIS_URL, 'producer', 'bench-api-cleanup')
+      await deleteByPrefix(redis, prefix)
+      await closeRedis(redis)
+    })()
+  })
 }
 
 type Row = {
