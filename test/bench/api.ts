@@ -23,7 +23,7 @@ import {
   withDatabase,
 } from '@threadline/db'
 import { silentLogger } from '@threadline/logger'
-import { closeRedis, createRedis, deleteByPrefix } from '@threadline/queue'
+import { createRedis, deleteByPrefix } from '@threadline/queue'
 import { buildServer } from '@threadline/api'
 
 const { values, positionals } = parseArgs({
@@ -52,9 +52,10 @@ const benchUrl = withDatabase(config.DATABASE_URL, 'threadline_bench')
 async function serveApi(): Promise<void> {
   const prefix = `bench-${process.pid}`
   const db = createDb({ url: benchUrl, poolMax: 10, applicationName: 'bench-api' })
+  const redis = createRedis(config.REDIS_URL, 'producer', 'bench-api')
   const server = buildServer({
     db,
-    redis: createRedis(config.REDIS_URL, 'producer', 'bench-api'),
+    redis,
     logger: silentLogger(),
     options: {
       host: '127.0.0.1',
@@ -70,14 +71,10 @@ async function serveApi(): Promise<void> {
   })
   await server.start()
   process.stdout.write(`listening ${server.url()}\n`)
-  // Closed by the parent; the rate-limit windows it counted in Redis go with it.
+  // Stopped by the parent once no request is left; the rate-limit windows it counted in Redis go
+  // first, on its own connection (which server.close then closes).
   process.once('SIGTERM', () => {
-    void (async () => {
-      await server.close()
-      const redis = createRedis(config.REDIS_URL, 'producer', 'bench-api-cleanup')
-      await deleteByPrefix(redis, prefix)
-      await closeRedis(redis)
-    })()
+    void deleteByPrefix(redis, prefix).finally(() => server.close())
   })
 }
 
