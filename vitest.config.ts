@@ -8,8 +8,13 @@ export default defineConfig({
       {
         test: {
           name: 'unit',
-          include: ['packages/*/src/**/*.test.ts', 'services/*/src/**/*.test.ts'],
-          exclude: [...exclude, '**/*.int.test.ts'],
+          // The benchmarks' own helpers too (their scripts are not tests).
+          include: [
+            'packages/*/src/**/*.test.ts',
+            'services/*/src/**/*.test.ts',
+            'test/bench/lib/*.test.ts',
+          ],
+          exclude: ['**/node_modules/**', '**/*.int.test.ts'],
         },
       },
       {
