@@ -8,7 +8,7 @@ import { parseFigures, summarizeRuns, type Figures } from './lib/runs.js'
 /**
  * `pnpm bench <name> [--runs N] [args…]` runs test/bench/<name>.ts in its own process. Each
  * benchmark prints progress as it goes and, as its last line, one JSON object of its figures with
- * `ratio` among them. `--runs N` (before the benchmark's own arguments) runs it N times, one after
+ * `ratio` among them. `--runs N` (anywhere among the arguments) runs it N times, one after
  * another, each against its own baseline, and ends with one JSON line of its own: the median
  * ratio, its spread and how many runs reached the benchmark's target (see lib/runs.ts).
  */
@@ -18,9 +18,15 @@ const available = readdirSync(here)
   .map((f) => f.slice(0, -3))
   .sort()
 const [name, ...rest] = process.argv.slice(2)
-const runsArg =
-  rest[0] === '--runs' ? rest[1] : rest[0]?.startsWith('--runs=') ? rest[0].slice(7) : undefined
-const args = runsArg === undefined ? rest : rest.slice(rest[0] === '--runs' ? 2 : 1)
+/** `--runs N` or `--runs=N`, anywhere after the name; the rest are the benchmark's arguments. */
+function takeRuns(argv: readonly string[]): { runsArg: string | undefined; args: string[] } {
+  const at = argv.findIndex((a) => a === '--runs' || a.startsWith('--runs='))
+  if (at < 0) return { runsArg: undefined, args: [...argv] }
+  const inline = argv[at]!.startsWith('--runs=')
+  const runsArg = inline ? argv[at]!.slice('--runs='.length) : (argv[at + 1] ?? '')
+  return { runsArg, args: [...argv.slice(0, at), ...argv.slice(at + (inline ? 1 : 2))] }
+}
+const { runsArg, args } = takeRuns(rest)
 const runs = runsArg === undefined ? 1 : Number(runsArg)
 
 let current: ChildProcess | undefined
@@ -52,7 +58,7 @@ if (!name || !available.includes(name)) {
   console.error(`usage: pnpm bench <name> [--runs N] [args…]\nbenchmarks: ${available.join(', ')}`)
   process.exitCode = name ? 2 : 0
 } else if (!Number.isInteger(runs) || runs < 1) {
-  console.error(`--runs takes a whole number of runs, at least 1 (got ${String(runsArg)})`)
+  console.error(`--runs takes a whole number of runs, at least 1 (got '${runsArg}')`)
   process.exitCode = 2
 } else if (runs === 1) {
   process.exitCode = (await runOnce()).code
