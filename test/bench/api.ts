@@ -25,6 +25,7 @@ import {
 import { silentLogger } from '@threadline/logger'
 import { createRedis, deleteByPrefix } from '@threadline/queue'
 import { buildServer } from '@threadline/api'
+import { median } from './lib/runs.js'
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
@@ -388,10 +389,7 @@ async function main(): Promise<void> {
       const a = combine(as)
       const b = combine(bs)
       const pairs = as.map((x, r) => x.rps / bs[r]!.rps).sort((x, y) => x - y)
-      const mid = pairs.length / 2
-      const median =
-        pairs.length % 2 === 1 ? pairs[Math.floor(mid)]! : (pairs[mid - 1]! + pairs[mid]!) / 2
-      const ratio = Math.round(median * 100) / 100
+      const ratio = Math.round(median(pairs) * 100) / 100
       const spread = `${pairs[0]!.toFixed(2)}–${pairs.at(-1)!.toFixed(2)}`
       figures[name] = { api: a, baseline: b, ratio }
       console.log(

@@ -71,7 +71,7 @@ if (!name || !available.includes(name)) {
     current?.kill('SIGTERM')
   })
   const figures: Figures[] = []
-  for (let i = 1; i <= runs && !stopped; i++) {
+  for (let i = 1; i <= runs; i++) {
     console.log(`== ${name}: run ${i} of ${runs}`)
     const { code, last } = await runOnce()
     const parsed = parseFigures(last)

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { parseFigures, summarizeRuns } from './runs.js'
+import { median, parseFigures, summarizeRuns } from './runs.js'
 
 describe('summarizeRuns', () => {
   it('reports the median ratio, the spread and the runs at target', () => {
@@ -40,5 +40,13 @@ describe('parseFigures', () => {
     expect(parseFigures('pipeline 6000 Posts/s')).toBeUndefined()
     expect(parseFigures('{"ratio":"0.5"}')).toBeUndefined()
     expect(parseFigures('[1]')).toBeUndefined()
+  })
+})
+
+describe('median', () => {
+  it('takes the middle value, or the mean of the middle two, whatever the order', () => {
+    expect(median([3, 1, 2])).toBe(2)
+    expect(median([4, 1, 3, 2])).toBe(2.5)
+    expect(median([7])).toBe(7)
   })
 })

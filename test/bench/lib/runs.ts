@@ -35,12 +35,18 @@ export function parseFigures(line: string): Figures | undefined {
   }
 }
 
+/** The middle value (the mean of the middle two for an even count); NaN for none. */
+export function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b)
+  const mid = sorted.length >> 1
+  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2
+}
+
 export function summarizeRuns(bench: string, runs: readonly Figures[]): RunsSummary {
   if (runs.length === 0) throw new Error('no runs to summarize')
   const sorted = [...runs].sort((a, b) => a.ratio - b.ratio)
   const mid = (sorted.length - 1) >> 1
-  const ratio =
-    sorted.length % 2 === 1 ? sorted[mid]!.ratio : (sorted[mid]!.ratio + sorted[mid + 1]!.ratio) / 2
+  const ratio = median(runs.map((r) => r.ratio))
   const target = runs[0]!.target_ratio
   return {
     bench,
