@@ -351,6 +351,12 @@ async function main(): Promise<void> {
   await setup.destroy()
   const auth = { authorization: `Bearer ${app.bearer_token}` }
 
+  const unknown = ONLY?.filter((name) => !(name in scenarios)) ?? []
+  if (unknown.length > 0) {
+    throw new Error(
+      `--only: no scenario ${unknown.join(', ')} (scenarios: ${Object.keys(scenarios).join(', ')})`,
+    )
+  }
   const api = await startChild('serve-api')
   const baseline = await startChild('serve-baseline')
   const figures: Record<string, { api: Figures; baseline: Figures; ratio: number }> = {}
