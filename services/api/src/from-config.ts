@@ -83,7 +83,6 @@ export async function apiFromConfig(
     redis,
     logger,
     options: filteredStreamOptions(config),
-    closing: server.closing,
   })
   if (metrics) instrumentHttp(server.app, metrics.api())
   return server

@@ -31,12 +31,6 @@ export interface ApiServer extends Service {
   app: FastifyInstance
   /** The listening address once started (`http://host:port`). */
   url(): string
-  /**
-   * Aborted when close() begins. Fastify's close waits for the start's `onReady` hooks, so a hook
-   * that waits on Redis or Postgres (the filtered stream's hub) must give up on it: with Redis
-   * down since the start, a stopping API otherwise sat until the shutdown watchdog.
-   */
-  closing: AbortSignal
 }
 
 /** How long in-flight requests may run on after close() before their connections are closed. */
@@ -234,17 +228,14 @@ export function buildServer(deps: ApiDeps): ApiServer {
   app.get('/2/openapi.json', async () => openApi.document())
 
   let address = ''
-  const closing = new AbortController()
   return {
     app,
     url: () => address,
-    closing: closing.signal,
     async start() {
       address = await app.listen({ host: options.host, port: options.port })
       log.info({ address }, 'api listening')
     },
     close: once(async () => {
-      closing.abort()
       // In-flight requests get a grace period; then every remaining connection is closed. Without
       // it, a connection that never sent a request (a client's or a load balancer's pre-connect)
       // is not "idle" to Node and holds the close open until its keep-alive timeout (72 s).

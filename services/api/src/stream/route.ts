@@ -3,7 +3,7 @@ import type { Db } from '@threadline/db'
 import { selection } from '@threadline/domain'
 import type { Logger } from '@threadline/logger'
 import { createConnectionSlots, type ConnectionSlots, type Redis } from '@threadline/queue'
-import { ApiError, PROBLEM_BASE } from '../errors.js'
+import { ApiError, PROBLEM_BASE, serviceUnavailable } from '../errors.js'
 import { parseParams, queryEntries } from '../params.js'
 import { STREAM_PARAMS } from '../specs.js'
 import { StreamRegistry } from './connection.js'
@@ -28,6 +28,12 @@ export interface FilteredStream {
   registry: StreamRegistry
 }
 
+/**
+ * How long a stream request made before the hub is ready (a server just started, or Redis down since
+ * the start) waits for it before the 503.
+ */
+const HUB_WAIT_MS = 2_000
+
 /** 409 when the app has no rules (X's body). */
 export function noRulesError(): ApiError {
   return new ApiError(409, {
@@ -51,12 +57,11 @@ export function registerFilteredStream(
     redis: Redis
     logger: Logger
     options: FilteredStreamOptions
-    /** The server's close has begun (ApiServer.closing): a start still waiting gives up. */
-    closing?: AbortSignal
   },
 ): FilteredStream {
   const { options } = deps
   const hub = new StreamHub(deps)
+  const log = deps.logger.child({ component: 'filtered-stream' })
   let slots: ConnectionSlots | undefined
   if ((options.connectionScope ?? 'cluster') === 'cluster') {
     slots = createConnectionSlots(deps.redis, { prefix: options.prefix, logger: deps.logger })
@@ -70,20 +75,31 @@ export function registerFilteredStream(
     logger: deps.logger,
   })
 
-  // Started with the server (before it listens) and stopped within app.close(), after the streams
-  // ended and before the server releases Postgres and Redis.
+  // Started as the server starts, in the background: the hub waits for Redis (the stored stream's
+  // tail) and Postgres (LISTEN), and the rest of the API (lookups, search, rules) must not wait with
+  // it. Until it is ready this route waits a little, then answers 503; onClose ends the wait.
+  let hubReady = false
+  let hubStarting: Promise<void> | undefined
   app.addHook('onReady', async () => {
-    // The hub waits for Redis (the stored stream's tail) and Postgres (LISTEN); closing it ends
-    // that wait, so a close that comes first is not held up by a start that cannot finish.
-    if (deps.closing?.aborted) return
-    const giveUp = () => void hub.close()
-    deps.closing?.addEventListener('abort', giveUp, { once: true })
-    try {
-      await hub.start()
-    } finally {
-      deps.closing?.removeEventListener('abort', giveUp)
-    }
+    hubStarting = hub.start().then(
+      () => void (hubReady = true),
+      (err: unknown) => log.error({ err }, 'the filtered stream could not start'),
+    )
   })
+  const whenHubReady = async (): Promise<void> => {
+    if (hubReady) return
+    let timer: NodeJS.Timeout | undefined
+    const late = new Promise<void>((resolve) => (timer = setTimeout(resolve, HUB_WAIT_MS)))
+    try {
+      await Promise.race([hubStarting ?? late, late])
+    } finally {
+      clearTimeout(timer)
+    }
+    if (!hubReady) {
+      log.warn('filtered stream refused: its hub is not connected to Redis and Postgres yet')
+      throw serviceUnavailable()
+    }
+  }
   app.addHook('preClose', async () => {
     await registry.closeAll()
   })
@@ -112,6 +128,7 @@ export function registerFilteredStream(
         (p['user.fields'] as string[] | undefined) ?? [],
       )
       const appId = request.client!.app_id
+      await whenHubReady()
       const lease = await hub.retainApp(appId)
       let conn
       try {
