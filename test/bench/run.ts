@@ -11,6 +11,11 @@ import { parseFigures, summarizeRuns, type Figures } from './lib/runs.js'
  * `ratio` among them. `--runs N` (anywhere among the arguments) runs it N times, one after
  * another, each against its own baseline, and ends with one JSON line of its own: the median
  * ratio, its spread and how many runs reached the benchmark's target (see lib/runs.ts).
+ *
+ * package.json starts this file with node itself (no tsx CLI process in between) and
+ * `--no-memory-reducer`: it idles while the benchmark runs, and V8's memory reducer would run its
+ * GCs here ≈ 8 s after the start, inside a measured window (≈ 1.2–1.6 µs of CPU a row in `bench
+ * pipeline`, ≈ 1 % of the 2-core box, counted as `node` in its per-part figures).
  */
 const here = dirname(fileURLToPath(import.meta.url))
 const available = readdirSync(here)
