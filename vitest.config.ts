@@ -1,6 +1,7 @@
 import { defineConfig } from 'vitest/config'
 
-const exclude = ['**/node_modules/**', 'test/bench/**']
+const nodeModules = '**/node_modules/**'
+const exclude = [nodeModules, 'test/bench/**']
 
 export default defineConfig({
   test: {
@@ -14,7 +15,7 @@ export default defineConfig({
             'services/*/src/**/*.test.ts',
             'test/bench/lib/*.test.ts',
           ],
-          exclude: ['**/node_modules/**', '**/*.int.test.ts'],
+          exclude: [nodeModules, '**/*.int.test.ts'],
         },
       },
       {

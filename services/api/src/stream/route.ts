@@ -3,6 +3,7 @@ import type { Db } from '@threadline/db'
 import { selection } from '@threadline/domain'
 import type { Logger } from '@threadline/logger'
 import { createConnectionSlots, type ConnectionSlots, type Redis } from '@threadline/queue'
+import { withDeadline } from '@threadline/runtime'
 import { ApiError, PROBLEM_BASE, serviceUnavailable } from '../errors.js'
 import { parseParams, queryEntries } from '../params.js'
 import { STREAM_PARAMS } from '../specs.js'
@@ -79,7 +80,7 @@ export function registerFilteredStream(
   // tail) and Postgres (LISTEN), and the rest of the API (lookups, search, rules) must not wait with
   // it. Until it is ready this route waits a little, then answers 503; onClose ends the wait.
   let hubReady = false
-  let hubStarting: Promise<void> | undefined
+  let hubStarting: Promise<void> = Promise.resolve()
   app.addHook('onReady', async () => {
     hubStarting = hub.start().then(
       () => void (hubReady = true),
@@ -88,13 +89,7 @@ export function registerFilteredStream(
   })
   const whenHubReady = async (): Promise<void> => {
     if (hubReady) return
-    let timer: NodeJS.Timeout | undefined
-    const late = new Promise<void>((resolve) => (timer = setTimeout(resolve, HUB_WAIT_MS)))
-    try {
-      await Promise.race([hubStarting ?? late, late])
-    } finally {
-      clearTimeout(timer)
-    }
+    await withDeadline(HUB_WAIT_MS, 'the stream hub', () => hubStarting).catch(() => {})
     if (!hubReady) {
       log.warn('filtered stream refused: its hub is not connected to Redis and Postgres yet')
       throw serviceUnavailable()
