@@ -519,6 +519,46 @@ describe('simulator lifecycle', () => {
     }
   })
 
+  it('replays backfill_minutes at the reader’s pace: only what the rules match, and no slow-reader cut', async () => {
+    const sim = fixedCountSimulator({
+      rate: 0,
+      // A replay of ≈ 1,500 lines is ≈ 50 times this: written at once, it would cut the reader off.
+      maxStreamBufferBytes: 64 * 1024,
+      slowReader: 'disconnect',
+      compileRule: (value) =>
+        value === 'even'
+          ? { ok: true, rule: { test: (post) => Number(post.id.at(-1)) % 2 === 0 } }
+          : { ok: false, reason: 'only "even" here' },
+    })
+    await sim.start()
+    try {
+      // Made while no stream is open: they reach a reader only through the replay.
+      const made = sim.emit(3_000)
+      const even = made.filter((p) => Number(p.id.at(-1)) % 2 === 0).map((p) => p.id)
+      expect(even.length).toBeGreaterThan(1_000)
+      expect(even.length).toBeLessThan(made.length)
+      await addRule(sim, 'even')
+      const stream = await openStream(sim, `${ALL}&backfill_minutes=1`)
+      await until(
+        'every matching Post replayed',
+        () => {
+          const ids = new Set(stream.posts().map((p) => p.data.id))
+          return even.every((id) => ids.has(id))
+        },
+        10_000,
+      )
+      const posts = stream.posts()
+      expect(posts.every((p) => Number(p.data.id.at(-1)) % 2 === 0)).toBe(true)
+      expect(posts.every((p) => p.matching_rules.length === 1)).toBe(true)
+      expect(stream.raw()).not.toContain('SlowReader')
+      expect(stream.ended()).toBe(false)
+      expect(sim.stats().streamConnections).toBe(1)
+    } finally {
+      for (const s of openStreams.splice(0)) s.close()
+      await sim.close()
+    }
+  })
+
   it('bursts: renders all its Posts first, then writes them as the reader takes them', async () => {
     const sim = fixedCountSimulator({
       rate: 0,

@@ -5,6 +5,8 @@ import { IncludesBuilder, postJson, type View } from './serialize.js'
 import type { SimPost, World } from './world.js'
 
 const CRLF = '\r\n'
+/** Posts of a backfill looked at in one step of its replay (rule matching), between turns of the event loop. */
+const REPLAY_SCAN = 2_000
 
 export type Route = 'stream' | 'rules' | 'search' | 'lookup' | 'users' | 'any'
 
@@ -67,6 +69,9 @@ interface Connection {
   blocked: boolean
   /** Lines rendered ahead (prepare), written by pump as the reader takes them. */
   prepared: { chunk: Buffer; items: { post: SimPost; rules: Rule[] }[] }[]
+  /** The Posts of a `backfill_minutes` replay, oldest first, and how far it has got. */
+  replay: SimPost[]
+  replayAt: number
 }
 
 export interface StreamHubOptions {
@@ -101,7 +106,11 @@ export class StreamHub {
     return false
   }
 
-  /** Takes over a 200 response whose headers are sent; replays `backlog` first. */
+  /**
+   * Takes over a 200 response whose headers are sent. `backlog` (a `backfill_minutes` replay, oldest
+   * first) is sent as the reader takes it, the Posts that the rules match only; live Posts are
+   * written meanwhile as they come.
+   */
   open(res: ServerResponse, view: View, backlog: SimPost[]): void {
     const conn: Connection = {
       res,
@@ -109,6 +118,8 @@ export class StreamHub {
       lastWriteMs: Date.now(),
       blocked: false,
       prepared: [],
+      replay: backlog,
+      replayAt: 0,
       timer: setInterval(
         () => {
           const now = Date.now()
@@ -124,11 +135,7 @@ export class StreamHub {
       conn.blocked = false
       this.pumpTo(conn)
     })
-    if (backlog.length > 0)
-      this.deliverTo(
-        conn,
-        backlog.map((post) => ({ post, rules: this.options.rules.match(post.wire) })),
-      )
+    this.pumpTo(conn)
   }
 
   private forget(conn: Connection) {
@@ -200,10 +207,50 @@ export class StreamHub {
   private pumpTo(conn: Connection) {
     while (!conn.blocked && this.connections.has(conn)) {
       const next = conn.prepared.shift()
-      if (!next) return
+      if (!next) {
+        if (this.replayStep(conn)) continue
+        return
+      }
       this.write(conn, next.chunk)
       this.record(next.items)
     }
+  }
+
+  /**
+   * Writes the next lines of a connection's replay as X sends a backfill: at the reader's pace, and
+   * only the Posts that some rule matches. A step writes while the socket holds less than a quarter
+   * of what a slow reader may leave unread (or its high-water mark, if more), so the replay alone
+   * never gets the reader cut off (a step's characters count as bytes: at most three times as many
+   * for non-ASCII text, still under the limit); and it looks at REPLAY_SCAN Posts at most, so
+   * replaying minutes of a high rate does not hold the event loop. Returns whether to go on at once;
+   * otherwise the replay resumes on the socket's drain (or on the next turn of the event loop).
+   */
+  private replayStep(conn: Connection): boolean {
+    const { replay, res } = conn
+    if (conn.replayAt >= replay.length) return false
+    // At or over the socket's high-water mark, the last write asked for a drain, which resumes this.
+    const limit = Math.max(this.options.maxBufferBytes / 4, res.writableHighWaterMark)
+    const budget = limit - res.writableLength
+    if (budget <= 0) return false
+    const items: { post: SimPost; rules: Rule[] }[] = []
+    let chunk = ''
+    const end = Math.min(replay.length, conn.replayAt + REPLAY_SCAN)
+    while (conn.replayAt < end && chunk.length < budget) {
+      const post = replay[conn.replayAt++]!
+      const rules = this.options.rules.match(post.wire)
+      if (rules.length === 0) continue
+      items.push({ post, rules })
+      chunk += this.line(post, rules, conn.view)
+    }
+    if (conn.replayAt >= replay.length) conn.replay = []
+    if (items.length > 0) {
+      this.write(conn, chunk)
+      this.record(items)
+      return true
+    }
+    // Nothing matched in this stretch: go on after other work, there being no write to drain.
+    if (conn.replay.length > 0) setImmediate(() => this.pumpTo(conn))
+    return false
   }
 
   private render(items: { post: SimPost; rules: Rule[] }[], view: View): string {
