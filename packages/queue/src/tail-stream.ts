@@ -43,10 +43,26 @@ export function tailStream(
   const ready = new Promise<void>((resolve) => (markReady = resolve))
   // Ends the loop's wait on a command at once when closed: a command sent while the connection
   // was not ready yet (Redis down since the start) neither answers nor fails on disconnect().
-  let markClosed: () => void = () => {}
-  const closing = new Promise<undefined>((resolve) => (markClosed = () => resolve(undefined)))
+  // Not Promise.race against one promise of the close: each race leaves a reaction on that promise
+  // until it settles, and the reaction holds the race's result, so every reply read (every Post of
+  // the stream, ≈ 1 KB each) stayed in memory for the life of the tail.
+  const waiting = new Set<() => void>()
   const unlessClosed = <T>(command: Promise<T>): Promise<T | undefined> =>
-    Promise.race([command, closing])
+    new Promise<T | undefined>((resolve, reject) => {
+      const onClose = () => resolve(undefined)
+      if (closed) onClose()
+      else waiting.add(onClose)
+      command.then(
+        (value) => {
+          waiting.delete(onClose)
+          resolve(value)
+        },
+        (err: unknown) => {
+          waiting.delete(onClose)
+          reject(err)
+        },
+      )
+    })
 
   const run = async () => {
     let failures = 0
@@ -85,7 +101,8 @@ export function tailStream(
     },
     async close() {
       closed = true
-      markClosed()
+      for (const onClose of waiting) onClose()
+      waiting.clear()
       markReady()
       // A blocked XREAD only ends with its connection.
       conn.disconnect()
