@@ -559,6 +559,35 @@ describe('simulator lifecycle', () => {
     }
   })
 
+  it('keeps the ids of what it sent up to a limit, and its stats over HTTP hold counts only', async () => {
+    const sim = fixedCountSimulator({ rate: 0, recordLimit: 10 })
+    await sim.start()
+    try {
+      await addRule(sim, 'everything')
+      const stream = await openStream(sim)
+      await until('the stream open', () => sim.stats().streamConnections === 1)
+      const made = sim.emit(30).map((p) => p.id)
+      await until('30 Posts streamed', () => stream.posts().length >= 30)
+      const sent = (await call(sim, '/_sim/sent')).body
+      expect(sent.total).toBe(30)
+      expect(sent.ids).toEqual(made.slice(0, 10))
+      expect(sent.truncated).toBe(true)
+      const [rule] = Object.values(sent.byRule) as { count: number; ids: string[] }[]
+      expect(rule!.count).toBe(30)
+      expect(rule!.ids).toHaveLength(10)
+      const stats = (await call(sim, '/_sim/stats')).body
+      const ruleId = Object.keys(sent.byRule)[0]!
+      expect(stats.sent).toEqual({
+        total: 30,
+        truncated: true,
+        byRule: { [ruleId]: { value: 'everything', tag: '', count: 30 } },
+      })
+    } finally {
+      for (const s of openStreams.splice(0)) s.close()
+      await sim.close()
+    }
+  })
+
   it('bursts: renders all its Posts first, then writes them as the reader takes them', async () => {
     const sim = fixedCountSimulator({
       rate: 0,

@@ -43,6 +43,8 @@ export interface SimulatorOptions {
   slowReader?: 'disconnect' | 'pause'
   /** Keep the id of every Post sent (for end-to-end checks); off for long benchmarks. */
   recordDeliveries?: boolean
+  /** Ids the record of deliveries keeps, overall and per rule (default RECORD_LIMIT, a million). */
+  recordLimit?: number
   /** Rule and search query compiler; the default is the query package's language. */
   compileRule?: RuleCompiler
   logger?: Logger
@@ -124,6 +126,7 @@ export function createSimulator(options: SimulatorOptions = {}): Simulator {
     maxBufferBytes: options.maxStreamBufferBytes ?? 16 * 1024 * 1024,
     slowReader: options.slowReader ?? 'disconnect',
     recordDeliveries: options.recordDeliveries ?? true,
+    recordLimit: options.recordLimit,
   })
   let generated = 0
   let streamConnects = 0
@@ -578,8 +581,14 @@ export function createSimulator(options: SimulatorOptions = {}): Simulator {
       return typeof v === 'number' && Number.isFinite(v) ? v : fallback
     }
     switch (`${req.method} ${path}`) {
-      case 'GET /_sim/stats':
-        return { status: 200, body: statsSnapshot() }
+      case 'GET /_sim/stats': {
+        // Counts only: the ids are GET /_sim/sent's (up to a million of them).
+        const { ids: _ids, byRule, ...sent } = hub.sent()
+        const rules = Object.fromEntries(
+          Object.entries(byRule).map(([id, { ids: _ruleIds, ...r }]) => [id, r]),
+        )
+        return { status: 200, body: { ...statsSnapshot(), sent: { ...sent, byRule: rules } } }
+      }
       case 'GET /_sim/sent':
         return { status: 200, body: hub.sent() }
       case 'POST /_sim/sent/reset':

@@ -56,10 +56,18 @@ export interface RuleDeliveries {
 export interface Deliveries {
   /** Post lines written on streams (a duplicated Post counts twice). */
   total: number
-  /** Ids in the order written, when recording. */
+  /** Ids in the order written, when recording (the first RECORD_LIMIT; see `truncated`). */
   ids: string[]
   byRule: Record<string, RuleDeliveries>
+  /** True once a list of ids reached RECORD_LIMIT and stopped growing (the counts go on). */
+  truncated: boolean
 }
+
+/**
+ * Ids a record keeps, overall and per rule: enough for any test, and a simulator left running at
+ * thousands of Posts a second (a demo, a soak) does not grow for ever (≈ 50 MB at most).
+ */
+export const RECORD_LIMIT = 1_000_000
 
 interface Connection {
   res: ServerResponse
@@ -82,6 +90,8 @@ export interface StreamHubOptions {
   maxBufferBytes: number
   slowReader: 'disconnect' | 'pause'
   recordDeliveries: boolean
+  /** Ids the record keeps (default RECORD_LIMIT). */
+  recordLimit?: number
 }
 
 /** Open filtered-stream connections: matching, framing, keep-alives, faults and the record of what was sent. */
@@ -92,7 +102,7 @@ export class StreamHub {
   private reorderLeft = 0
   private held: { post: SimPost; rules: Rule[] }[] = []
   readonly failures: PendingFailure[] = []
-  private deliveries: Deliveries = { total: 0, ids: [], byRule: {} }
+  private deliveries: Deliveries = { total: 0, ids: [], byRule: {}, truncated: false }
 
   constructor(private readonly options: StreamHubOptions) {}
 
@@ -269,8 +279,10 @@ export class StreamHub {
     const d = this.deliveries
     d.total += items.length
     if (!this.options.recordDeliveries) return
+    const limit = this.options.recordLimit ?? RECORD_LIMIT
     for (const { post, rules } of items) {
-      d.ids.push(post.id)
+      if (d.ids.length < limit) d.ids.push(post.id)
+      else d.truncated = true
       for (const rule of rules) {
         const r = (d.byRule[rule.id] ??= {
           value: rule.value,
@@ -279,7 +291,8 @@ export class StreamHub {
           ids: [],
         })
         r.count++
-        r.ids.push(post.id)
+        if (r.ids.length < limit) r.ids.push(post.id)
+        else d.truncated = true
       }
     }
   }
@@ -410,6 +423,6 @@ export class StreamHub {
   }
 
   resetSent(): void {
-    this.deliveries = { total: 0, ids: [], byRule: {} }
+    this.deliveries = { total: 0, ids: [], byRule: {}, truncated: false }
   }
 }
