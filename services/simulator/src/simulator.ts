@@ -41,7 +41,7 @@ export interface SimulatorOptions {
   maxStreamBufferBytes?: number
   /** What a stream that cannot keep up gets: X's disconnect, or generation waits (benchmarks). */
   slowReader?: 'disconnect' | 'pause'
-  /** Keep the id of every Post sent (for end-to-end checks); off for long benchmarks. */
+  /** Keep the ids of the Posts sent, up to recordLimit (end-to-end checks); off for benchmarks. */
   recordDeliveries?: boolean
   /** Ids the record of deliveries keeps, overall and per rule (default RECORD_LIMIT, a million). */
   recordLimit?: number

@@ -5,7 +5,7 @@ import { IncludesBuilder, postJson, type View } from './serialize.js'
 import type { SimPost, World } from './world.js'
 
 const CRLF = '\r\n'
-/** Posts of a backfill looked at in one step of its replay (rule matching), between turns of the event loop. */
+/** Posts of a backfill a step of its replay matches against the rules (see replayStep). */
 const REPLAY_SCAN = 2_000
 
 export type Route = 'stream' | 'rules' | 'search' | 'lookup' | 'users' | 'any'
