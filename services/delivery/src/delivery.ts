@@ -15,7 +15,7 @@ import {
   claimActivitySources,
   claimCrcChecks,
   claimWebhook,
-  completeDelivery,
+  completeDeliveries,
   dueWebhooks,
   failDelivery,
   headDeliveries,
@@ -179,11 +179,17 @@ export function createDelivery(deps: DeliveryDeps): Delivery {
    * Sends a claimed webhook's queue in order. The lease is renewed only once less than two
    * request timeouts of it are left (measured from before the statement that set it, so clock
    * offsets do not matter): every append for this webhook locks its row until commit, and an
-   * UPDATE per event would wait behind each of them.
+   * UPDATE per event would wait behind each of them. Events sent are dropped from the queue a run
+   * at a time (one statement for up to a read's 50), before the next read, a failure, a park or a
+   * lost lease: a transaction per event held one webhook to a few hundred events a second. A
+   * sender that dies in between leaves those events to be sent again, with their event_uuid.
    */
   const sendQueued = async (hook: ClaimedWebhook, leasedAt: number): Promise<SendOutcome> => {
     let since = leasedAt
+    const sent: string[] = []
+    const dropSent = () => completeDeliveries(db, hook.id, sent.splice(0))
     for (;;) {
+      await dropSent()
       const rows = await headDeliveries(db, hook.id, 50)
       if (rows.length === 0) return 'drained'
       if (!hook.valid) {
@@ -195,17 +201,21 @@ export function createDelivery(deps: DeliveryDeps): Delivery {
       for (const row of rows) {
         if (performance.now() - since > leaseMs - 2 * options.timeoutMs) {
           const at = performance.now()
-          if (!(await renewWebhookLease(db, hook.id, leaseMs))) return 'drained'
+          if (!(await renewWebhookLease(db, hook.id, leaseMs))) {
+            await dropSent()
+            return 'drained'
+          }
           since = at
         }
         const sentAt = performance.now()
         try {
           await send(hook, row.body)
-          const seconds = (performance.now() - sentAt) / 1000
-          await completeDelivery(db, hook.id, row.seq)
-          metrics?.webhookDelivery('delivered', seconds)
+          sent.push(row.seq)
+          metrics?.webhookDelivery('delivered', (performance.now() - sentAt) / 1000)
         } catch (err) {
           const seconds = (performance.now() - sentAt) / 1000
+          // What was sent before this one leaves the queue first: a park takes all that is left.
+          await dropSent()
           const reason = err instanceof Error ? err.message : String(err)
           const refused = err instanceof WebhookRequestError && err.kind === 'refused'
           const attempts = await failDelivery(db, hook.id, row.seq)
