@@ -203,6 +203,16 @@ async function main(): Promise<void> {
   const AUTHORS = 2_000
   const KEYWORDS = 200
   const TICK_MS = 20
+  // Subscriptions are distinct (app, event type, filter, webhook); three in four are a
+  // post.create by one of AUTHORS authors, so more than this many per webhook cannot be made.
+  const maxSubscriptions = Math.floor((AUTHORS * 20) / 15) * APPS * WEBHOOKS_PER_APP
+  if (!(SUBSCRIPTIONS > 0 && SUBSCRIPTIONS <= maxSubscriptions)) {
+    console.error(
+      `bench delivery: --subscriptions must be from 1 to ${maxSubscriptions} for ${APPS} app(s) × ` +
+        `${WEBHOOKS_PER_APP} webhook(s) (distinct filters run out past it); got ${values.subscriptions}`,
+    )
+    process.exit(2)
+  }
   const rand = prng(7)
   const pick = (n: number) => Math.floor(rand() * n)
   const authorId = (i: number) => String(3_000_000 + i)
