@@ -142,4 +142,26 @@ describe('docker-compose.yml', () => {
       expect(existsSync(new URL(path, root)), path).toBe(true)
     }
   })
+
+  it("starts the image's entrypoint with what a production install has, on a Node it supports", () => {
+    const dockerfile = read(services.writer!.build!.dockerfile)
+    const entrypoint = JSON.parse(/^ENTRYPOINT (.+)$/m.exec(dockerfile)![1]!) as string[]
+    const imported = entrypoint[entrypoint.indexOf('--import') + 1]!
+    const script = entrypoint[entrypoint.length - 1]!
+    expect(entrypoint).toContain('node')
+    expect(existsSync(new URL(script, root)), script).toBe(true)
+    // `pnpm install --prod` leaves out the root's devDependencies.
+    const manifest = JSON.parse(read('package.json')) as {
+      dependencies?: Record<string, string>
+      engines: { node: string }
+    }
+    expect(Object.keys(manifest.dependencies ?? {})).toContain(imported)
+    const minimum = /^>=(\d+)\.(\d+)/.exec(manifest.engines.node)!.slice(1).map(Number)
+    const images = [...dockerfile.matchAll(/^FROM node:(\d+)\.(\d+)/gm)]
+    expect(images.length).toBeGreaterThan(0)
+    for (const [image, major, minor] of images) {
+      const atLeast = Number(major) * 1000 + Number(minor) >= minimum[0]! * 1000 + minimum[1]!
+      expect(atLeast, `${image} against engines ${manifest.engines.node}`).toBe(true)
+    }
+  })
 })
