@@ -13,8 +13,7 @@ const root = new URL('../../', import.meta.url)
 const read = (path: string) => readFileSync(new URL(path, root), 'utf8')
 
 type Service = {
-  image?: string
-  build?: { context: string; dockerfile: string }
+  build?: { dockerfile: string }
   command?: string[]
   environment?: Record<string, string | number | boolean>
   depends_on?: Record<string, { condition: string }>
@@ -32,9 +31,7 @@ const services = compose.services
 
 /** Compose's interpolation with an empty environment: `${A:-d}` and `${A-d}` give d, `${A}` ''. */
 function interpolate(value: string): string {
-  return value.replace(/\$\{([A-Z0-9_]+)(?::?-([^}]*))?\}/g, (_, _name, fallback?: string) => {
-    return fallback ?? ''
-  })
+  return value.replace(/\$\{[A-Z0-9_]+(?::?-([^}]*))?\}/g, (_, fallback?: string) => fallback ?? '')
 }
 
 function env(name: string): Record<string, string> {
