@@ -1,12 +1,23 @@
+import { readdirSync } from 'node:fs'
 import js from '@eslint/js'
 import tseslint from 'typescript-eslint'
+
+/** Services are deployables: nothing imports them; logic and composition live in packages/. */
+const noServices = {
+  group: ['**/services/**', '@threadline/*-service'],
+  message: 'services/* are deployables; import the package that holds the logic',
+}
 
 /** Import boundaries of design.md §2: only these packages may import these libraries. */
 const boundaries = [
   { libs: ['kysely', 'pg', 'pg-copy-streams'], allowed: ['packages/db/', 'packages/query/'] },
   { libs: ['bullmq', 'ioredis'], allowed: ['packages/queue/'] },
-  { libs: ['fastify', '@fastify/*'], allowed: ['services/api/'] },
+  { libs: ['fastify', '@fastify/*'], allowed: ['packages/api/'] },
 ]
+
+const workspaceDirs = ['packages', 'services'].flatMap((top) =>
+  readdirSync(top).map((name) => `${top}/${name}/`),
+)
 
 export default tseslint.config(
   { ignores: ['**/node_modules/**', '**/dist/**', 'coverage/**'] },
@@ -30,20 +41,31 @@ export default tseslint.config(
       'no-console': 'error',
     },
   },
-  ...boundaries.map(({ libs, allowed }) => ({
-    files: ['packages/**/*.ts', 'services/**/*.ts'],
-    ignores: allowed.map((dir) => `${dir}**`),
+  // One block per directory: flat config keeps only the last block's options for a rule.
+  ...workspaceDirs.map((dir) => ({
+    files: [`${dir}**/*.ts`],
     rules: {
       'no-restricted-imports': [
         'error',
         {
           patterns: [
-            { group: libs, message: `only ${allowed.join(', ')} may import ${libs.join(', ')}` },
+            ...boundaries
+              .filter(({ allowed }) => !allowed.includes(dir))
+              .map(({ libs, allowed }) => ({
+                group: libs,
+                message: `only ${allowed.join(', ')} may import ${libs.join(', ')}`,
+              })),
+            noServices,
           ],
         },
       ],
     },
   })),
+  {
+    // Tests and benchmarks drive the libraries directly (baselines, fixtures).
+    files: ['test/**/*.ts'],
+    rules: { 'no-restricted-imports': ['error', { patterns: [noServices] }] },
+  },
   {
     // Command-line output, tests and benchmarks may print.
     files: ['packages/cli/**/*.ts', 'test/**/*.ts', '**/*.test.ts'],

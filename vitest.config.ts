@@ -12,7 +12,6 @@ export default defineConfig({
           // The benchmarks' own helpers too (their scripts are not tests).
           include: [
             'packages/*/src/**/*.test.ts',
-            'services/*/src/**/*.test.ts',
             'test/bench/lib/*.test.ts',
           ],
           exclude: [nodeModules, '**/*.int.test.ts'],

@@ -4,7 +4,7 @@ import { SLOW_FIELDS, startStreamReader, StatusTally, type StreamReader } from '
 import { findBinaries, startStack, type App, type Stack } from './stack.js'
 
 /**
- * Finding of the chaos work (services/api/src/stream, issue 6): the SlowReader cut-off judges
+ * Finding of the chaos work (packages/api/src/stream): the SlowReader cut-off judges
  * `res.writableLength` right after writing a whole dispatch synchronously, so a client that reads
  * as fast as it can is cut off whenever one batch from the `stored` stream renders to more than
  * API_STREAM_MAX_BUFFER_BYTES (Posts with expansions are ~2 KB each; a 500-entry read can pass the

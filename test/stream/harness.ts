@@ -10,8 +10,8 @@ import {
   registerFilteredStream,
   type FilteredStream,
   type FilteredStreamOptions,
-} from '../../services/api/src/stream/index.js'
-import { testOptions } from '../../services/api/src/test-helpers.js'
+} from '../../packages/api/src/stream/index.js'
+import { testOptions } from '../../packages/api/src/test-helpers.js'
 
 export interface StreamServer {
   server: ApiServer

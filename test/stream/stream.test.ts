@@ -2,8 +2,8 @@ import net from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createTestEnv, waitFor, type TestEnv } from '@threadline/testing'
 import type { Writer } from '@threadline/writer'
-import type { StreamConnection } from '../../services/api/src/stream/index.js'
-import { assertXSchema } from '../../services/api/src/test-helpers.js'
+import type { StreamConnection } from '../../packages/api/src/stream/index.js'
+import { assertXSchema } from '../../packages/api/src/test-helpers.js'
 import {
   appWithRules,
   openRawStream,

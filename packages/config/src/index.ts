@@ -141,7 +141,7 @@ export const envSchema = z.object({
   /** How often writers delete `posts` payloads whose job never came (two passes apart). */
   PAYLOAD_SWEEP_MS: int(600_000, 10_000, 86_400_000),
   SHUTDOWN_TIMEOUT_MS: int(15_000, 100, 600_000),
-  // --- ingest (services/ingest): rule sync, stream reader, backfill, leader lease ---
+  // --- ingest (packages/ingest): rule sync, stream reader, backfill, leader lease ---
   /** Full rule reconcile against the upstream's GET rules (repairs drift), besides LISTEN. */
   INGEST_RECONCILE_MS: int(60_000, 100, 3_600_000),
   /** Coalesces a burst of rule changes into one sync. */
@@ -163,7 +163,7 @@ export const envSchema = z.object({
   INGEST_BACKFILL_CONCURRENCY: int(2, 1, 64),
   /** The longest single wait on upstream rate limits inside a backfill job. */
   INGEST_BACKFILL_MAX_WAIT_MS: int(900_000, 1, 3_600_000),
-  // --- read API (services/api) ---
+  // --- read API (packages/api) ---
   API_POOL_MAX: int(10, 1, 500),
   /** Requests per token per endpoint per 15-minute window (X's app-auth figures by default). */
   API_RATE_LIMIT_LOOKUP: int(3_500, 1, 10_000_000),
@@ -176,7 +176,7 @@ export const envSchema = z.object({
   API_TOKEN_CACHE_MS: int(10_000, 0, 600_000),
   /** Signs pagination tokens so an altered one is refused; set it equal on every api replica. */
   API_TOKEN_SECRET: str('threadline-pagination'),
-  // --- filtered stream (services/api/src/stream): GET /2/tweets/search/stream ---
+  // --- filtered stream (packages/api/src/stream): GET /2/tweets/search/stream ---
   /** A bare \r\n is sent after this long without traffic (X: 10 s; clients give up after ~20 s). */
   API_STREAM_KEEPALIVE_MS: int(10_000, 10, 60_000),
   /** Open filtered-stream connections per app (X: 1). */
@@ -190,7 +190,7 @@ export const envSchema = z.object({
   API_STREAM_MAX_BUFFER_BYTES: int(4 * 1024 * 1024, 1_024, 1_073_741_824),
   /** Entries per XREAD of the `stored` stream. */
   API_STREAM_READ_BATCH: int(500, 1, 10_000),
-  // --- simulator (services/simulator): a synthetic X upstream, its world in memory ---
+  // --- simulator (packages/simulator): a synthetic X upstream, its world in memory ---
   SIMULATOR_HOST: str('127.0.0.1'),
   SIMULATOR_PORT: int(3100, 0, 65535),
   SIMULATOR_SEED: int(42, 0, 2_147_483_647),
@@ -206,7 +206,7 @@ export const envSchema = z.object({
   SIMULATOR_MAX_STREAM_CONNECTIONS: int(1, 1, 100),
   /** Requests per endpoint per 15 minutes before a 429. */
   SIMULATOR_RATE_LIMIT: int(100_000, 1, 100_000_000),
-  // --- activity subscriptions, webhooks and delivery (services/delivery, issue 7) ---
+  // --- activity subscriptions, webhooks and delivery (packages/delivery) ---
   /** Subscriptions per app (api.md §4.2). */
   ACTIVITY_SUBSCRIPTION_CAP: int(1_500, 1, 1_000_000),
   /** Webhooks per app. */

@@ -2,7 +2,7 @@ import { loadConfig } from '@threadline/config'
 import { createLogger } from '@threadline/logger'
 import { metricsFromConfig } from '@threadline/metrics'
 import { runUntilSignal } from '@threadline/runtime'
-import { ingestFromConfig } from './from-config.js'
+import { ingestFromConfig } from '@threadline/ingest'
 
 const config = loadConfig()
 const logger = createLogger({ level: config.LOG_LEVEL, name: 'ingest' })

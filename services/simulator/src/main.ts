@@ -1,7 +1,7 @@
 import { loadConfig } from '@threadline/config'
 import { createLogger } from '@threadline/logger'
 import { runUntilSignal } from '@threadline/runtime'
-import { simulatorFromConfig } from './from-config.js'
+import { simulatorFromConfig } from '@threadline/simulator'
 
 const config = loadConfig()
 const logger = createLogger({ level: config.LOG_LEVEL, name: 'simulator' })
