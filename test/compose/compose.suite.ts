@@ -16,7 +16,7 @@ import { Compose, complaints, run, type Complaint } from './compose.js'
 const PROJECT = 'threadline-compose-test'
 const WRITERS = 3
 /** Posts the simulator makes in the burst, in chunks, a writer killed after the first third. */
-const BURST = { chunks: 9, size: 2_000 }
+const BURST = { chunks: 6, size: 2_000 }
 /** Words of the simulator's vocabulary, in its languages: a rule that most of its Posts match. */
 const BROAD = [
   'source today great deploy build stream wow thanks backfill point postgres nope follow wait',
@@ -26,10 +26,6 @@ const BROAD = [
   .join(' ')
   .split(' ')
   .join(' OR ')
-/** The app services' stop_grace_period in docker-compose.yml; Postgres and Redis have compose's 10 s. */
-const GRACE_MS: Record<string, number> = { postgres: 10_000, redis: 10_000 }
-const APP_GRACE_MS = 30_000
-
 /**
  * Warnings that come from the stand-in images or the host, not from Threadline. Each names the
  * container it may appear in and why it is not ours.
@@ -44,6 +40,16 @@ const NOT_OURS: { container: RegExp; line: RegExp; why: string }[] = [
     container: /-postgres-/,
     line: /initdb: warning: enabling "trust" authentication for local connections/,
     why: "initdb's note on the socket inside the container, printed by the official image's entrypoint too; TCP needs the password",
+  },
+  {
+    container: /-postgres-/,
+    line: /FATAL: {2}terminating autovacuum process due to administrator command/,
+    why: 'how Postgres reports the autovacuum worker it stops when it shuts down',
+  },
+  {
+    container: /-postgres-/,
+    line: /FATAL: {2}the database system is shutting down/,
+    why: 'the health check answered during the shutdown (the services, stopped first, are gone)',
   },
 ]
 
@@ -76,7 +82,8 @@ describe('the compose stack, built and run', () => {
     return { status: res.status, body: (await res.json()) as any }
   }
 
-  const storedIds = async () => new Set((await compose.sql('SELECT id FROM posts')).map((r) => r[0]))
+  const storedIds = async () =>
+    new Set((await compose.sql('SELECT id FROM posts')).map((r) => r[0]))
 
   beforeAll(async () => {
     if (docker instanceof Error) {
@@ -113,7 +120,16 @@ describe('the compose stack, built and run', () => {
   }, 300_000)
 
   it('creates an app with `docker compose run --rm api apps create`', async () => {
-    const created = await compose.run(['run', '--rm', '-T', 'api', 'apps', 'create', '--name', 'it'])
+    const created = await compose.run([
+      'run',
+      '--rm',
+      '-T',
+      'api',
+      'apps',
+      'create',
+      '--name',
+      'it',
+    ])
     timings.apps_create_ms = created.ms
     const app = JSON.parse(created.stdout) as { app_id: string; bearer_token: string }
     expect(app.app_id).toMatch(/^\d+$/)
@@ -138,7 +154,9 @@ describe('the compose stack, built and run', () => {
     const found = await waitFor(
       'the conversation served by search',
       async () => {
-        const page = await api(`/2/tweets/search/recent?query=${query}&tweet.fields=conversation_id`)
+        const page = await api(
+          `/2/tweets/search/recent?query=${query}&tweet.fields=conversation_id`,
+        )
         return page.body.data?.length > 0 ? (page.body.data as any[]) : undefined
       },
       { timeoutMs: 90_000, intervalMs: 500 },
@@ -187,10 +205,14 @@ describe('the compose stack, built and run', () => {
       await compose.simulator('POST', '/_sim/emit', { count: BURST.size })
       if (chunk === Math.floor(BURST.chunks / 3) - 1) {
         // Mid-burst: once the writers are storing it, one dies without a chance to clean up.
-        await waitFor('the writers storing the burst', async () => {
-          const [[n]] = (await compose.sql('SELECT count(*) FROM posts')) as [[string]]
-          return Number(n) > before
-        }, { timeoutMs: 60_000, intervalMs: 200 })
+        await waitFor(
+          'the writers storing the burst',
+          async () => {
+            const [[n]] = (await compose.sql('SELECT count(*) FROM posts')) as [[string]]
+            return Number(n) > before
+          },
+          { timeoutMs: 60_000, intervalMs: 200 },
+        )
         killed = writers[1]!.container
         await compose.docker(['kill', '--signal', 'KILL', killed])
       }
@@ -226,15 +248,13 @@ describe('the compose stack, built and run', () => {
   })
 
   it('stops every service within its grace period, and no service logged an error or warning', async () => {
-    const stopping = Date.now()
     timings.stop_ms = (await compose.run(['stop'], 180_000)).ms
     const states = await compose.states()
+    expect(states.length).toBeGreaterThan(WRITERS)
     for (const state of states.filter((s) => s.container !== killed)) {
-      const grace = GRACE_MS[state.service] ?? APP_GRACE_MS
       expect(state.running, state.container).toBe(false)
-      // 137 is SIGKILL: what Docker sends when the grace period runs out.
+      // Docker sends SIGKILL when a grace period runs out: the exit code would be 137.
       expect(state.exitCode, `${state.container} exit code`).toBe(0)
-      expect(state.finishedAt - stopping, `${state.container} took`).toBeLessThan(grace)
     }
 
     const found: Complaint[] = []

@@ -1,13 +1,14 @@
 import { execFileSync } from 'node:child_process'
-import { existsSync, readFileSync } from 'node:fs'
+import { existsSync, readdirSync, readFileSync } from 'node:fs'
 import { describe, expect, it } from 'vitest'
 import { parse } from 'yaml'
 import { parseRoles } from '@threadline/cli'
 import { envSchema, loadConfig } from '@threadline/config'
 
-// docker-compose.yml is the production path, and no container engine runs here: this reads it as
-// compose would (merge keys, `${VAR:-default}` with nothing set) and checks its wiring against the
-// code it starts, so that a renamed variable, role or port fails here rather than in a deploy.
+// docker-compose.yml and infra/Dockerfile are the production path. This reads them as compose
+// would (merge keys, `${VAR:-default}` with nothing set), without a container engine, and checks
+// their wiring against the code they start, so that a renamed variable, role or port fails in
+// `pnpm test` rather than in a deploy; `pnpm test:compose` builds and runs them for real.
 
 const root = new URL('../../', import.meta.url)
 const read = (path: string) => readFileSync(new URL(path, root), 'utf8')
@@ -43,20 +44,23 @@ function env(name: string): Record<string, string> {
 const appServices = Object.keys(services).filter((name) => services[name]!.build !== undefined)
 
 describe('docker-compose.yml', () => {
-  it('runs each role of the image in a service of its own, the simulator only in its profile', () => {
+  it("runs each role's compiled main in a service of its own, the simulator only in its profile", () => {
     expect([...appServices].sort()).toEqual(
       ['api', 'delivery', 'ingest', 'migrate', 'simulator', 'writer'].sort(),
     )
-    const started = appServices.flatMap((name) => {
+    // The entrypoint runs services/<role>/dist/main.js for a role, the CLI for anything else.
+    const roles = appServices.flatMap((name) => {
       const command = services[name]!.command!
-      expect(['migrate', 'start', 'simulate'], `${name}: ${command.join(' ')}`).toContain(
-        command[0],
-      )
-      if (command[0] !== 'start') return []
-      const roles = command[command.indexOf('--roles') + 1]
-      return parseRoles(roles) // throws on a role the CLI does not know
+      if (command[0] === 'migrate') return []
+      expect(command, name).toEqual([name])
+      expect(existsSync(new URL(`services/${name}/src/main.ts`, root)), name).toBe(true)
+      return [name]
     })
-    expect(started.sort()).toEqual(parseRoles(undefined).sort())
+    const simulator = roles.filter((role) => role === 'simulator')
+    expect(simulator).toEqual(['simulator'])
+    expect(roles.filter((role) => role !== 'simulator').sort()).toEqual(
+      parseRoles(undefined).sort(),
+    )
     expect(services.simulator!.profiles).toEqual(['simulator'])
     // One ingest: a second replica would only wait on the stream lock.
     expect(services.ingest!.deploy?.replicas ?? 1).toBe(1)
@@ -124,35 +128,57 @@ describe('docker-compose.yml', () => {
     }
   })
 
-  it('names files that exist: the Dockerfile, what it copies first, the mounted configs', () => {
+  it('names files that exist: the Dockerfile, what it copies from the checkout, the mounted configs', () => {
     const dockerfile = services.writer!.build!.dockerfile
     expect(existsSync(new URL(dockerfile, root)), dockerfile).toBe(true)
-    const copied = [...read(dockerfile).matchAll(/^COPY (?!--from)(.+) \.\/$/gm)].flatMap((m) =>
-      m[1]!.split(' '),
+    const copied = [...read(dockerfile).matchAll(/^COPY (?!--from)(.+)$/gm)].flatMap((m) =>
+      m[1]!.split(' ').slice(0, -1),
     )
     const mounted = Object.values(services).flatMap((s) =>
       (s.volumes ?? []).filter((v) => v.startsWith('./')).map((v) => v.split(':')[0]!),
     )
-    expect(copied.length).toBeGreaterThan(0)
+    expect(copied).toContain('infra/entrypoint.sh')
     expect(mounted.length).toBeGreaterThan(0)
     for (const path of [...copied, ...mounted]) {
       expect(existsSync(new URL(path, root)), path).toBe(true)
     }
   })
 
-  it("starts the image's entrypoint with what a production install has, on a Node it supports", () => {
+  it('builds JavaScript in the image and runs it with production dependencies on a supported Node', () => {
     const dockerfile = read(services.writer!.build!.dockerfile)
-    const entrypoint = JSON.parse(/^ENTRYPOINT (.+)$/m.exec(dockerfile)![1]!) as string[]
-    const imported = entrypoint[entrypoint.indexOf('--import') + 1]!
-    const script = entrypoint[entrypoint.length - 1]!
-    expect(entrypoint).toContain('node')
-    expect(existsSync(new URL(script, root)), script).toBe(true)
-    // `pnpm install --prod` leaves out the root's devDependencies.
     const manifest = JSON.parse(read('package.json')) as {
+      scripts: Record<string, string>
       dependencies?: Record<string, string>
       engines: { node: string }
     }
-    expect(Object.keys(manifest.dependencies ?? {})).toContain(imported)
+    // The build stage compiles: `pnpm build` runs every package's build and bundles the mains.
+    expect(dockerfile).toMatch(/^RUN pnpm build$/m)
+    expect(manifest.scripts.build).toContain('pnpm -r --if-present run build')
+    expect(manifest.scripts.build).toContain('infra/build.ts')
+    // The runtime stage starts node on what the build made, through tini, with no TypeScript loader.
+    const runtime = dockerfile.slice(dockerfile.lastIndexOf('\nFROM '))
+    const entrypoint = JSON.parse(/^ENTRYPOINT (.+)$/m.exec(runtime)![1]!) as string[]
+    expect(entrypoint.slice(0, 2)).toEqual(['tini', '--'])
+    expect(runtime).toContain(`COPY infra/entrypoint.sh /usr/local/bin/${entrypoint[2]}`)
+    const script = read('infra/entrypoint.sh')
+    expect(script).toContain('exec node "$main"')
+    expect(script).toContain('/app/services/$1/dist/main.js')
+    expect(script).toContain('exec node /app/packages/cli/dist/main.js')
+    expect(existsSync(new URL('packages/cli/src/main.ts', root))).toBe(true)
+    expect(runtime).not.toMatch(/tsx|--import/)
+    expect(dockerfile).toContain('--prod')
+    // No production dependency anywhere brings TypeScript tooling into the image.
+    const workspaces = ['packages', 'services'].flatMap((top) =>
+      readdirSync(new URL(`${top}/`, root)).map((name) => `${top}/${name}/package.json`),
+    )
+    for (const path of ['package.json', ...workspaces].filter((p) =>
+      existsSync(new URL(p, root)),
+    )) {
+      const deps = (JSON.parse(read(path)) as { dependencies?: Record<string, string> })
+        .dependencies
+      expect(Object.keys(deps ?? {}), path).not.toContain('tsx')
+      expect(Object.keys(deps ?? {}), path).not.toContain('typescript')
+    }
     const minimum = /^>=(\d+)\.(\d+)/.exec(manifest.engines.node)!.slice(1).map(Number)
     const images = [...dockerfile.matchAll(/^FROM node:(\d+)\.(\d+)/gm)]
     expect(images.length).toBeGreaterThan(0)
@@ -160,5 +186,17 @@ describe('docker-compose.yml', () => {
       const atLeast = Number(major) * 1000 + Number(minor) >= minimum[0]! * 1000 + minimum[1]!
       expect(atLeast, `${image} against engines ${manifest.engines.node}`).toBe(true)
     }
+  })
+
+  it('lets the install scripts that pnpm fetch runs in the image be known to it', () => {
+    // The image's `pnpm fetch` sees only the lockfile, pnpm-workspace.yaml and .npmrc.
+    const workspace = parse(read('pnpm-workspace.yaml')) as { onlyBuiltDependencies?: string[] }
+    expect(workspace.onlyBuiltDependencies).toEqual(
+      expect.arrayContaining(['esbuild', 'msgpackr-extract']),
+    )
+    const manifest = JSON.parse(read('package.json')) as {
+      pnpm?: { onlyBuiltDependencies?: string[] }
+    }
+    expect(manifest.pnpm?.onlyBuiltDependencies).toBeUndefined()
   })
 })
