@@ -27,8 +27,8 @@ const BROAD = [
   .split(' ')
   .join(' OR ')
 /**
- * Warnings that come from the stand-in images or the host, not from Threadline. Each names the
- * container it may appear in and why it is not ours.
+ * Lines that read as warnings or errors and come from Postgres's own housekeeping, the images or
+ * the host, not from Threadline. Each names the container it may appear in and why it is not ours.
  */
 const NOT_OURS: { container: RegExp; line: RegExp; why: string }[] = [
   {
@@ -45,6 +45,11 @@ const NOT_OURS: { container: RegExp; line: RegExp; why: string }[] = [
     container: /-postgres-/,
     line: /FATAL: {2}terminating autovacuum process due to administrator command/,
     why: 'how Postgres reports the autovacuum worker it stops when it shuts down',
+  },
+  {
+    container: /-postgres-/,
+    line: /ERROR: {2}canceling autovacuum task/,
+    why: "Postgres's own autovacuum giving way to a query that wants its lock (it retries later)",
   },
   {
     container: /-postgres-/,
