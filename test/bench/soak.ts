@@ -1,7 +1,8 @@
 import { parseArgs } from 'node:util'
 import { sql } from '@threadline/db'
 import { silentLogger } from '@threadline/logger'
-import { closeRedis, createQueue, createRedis } from '@threadline/queue'
+import { createQueue } from '@threadline/queue'
+import { closeRedis, createRedis } from '@threadline/redis'
 import { startSearchPoller, startStreamReader, StatusTally } from '../chaos/clients.js'
 import { findBinaries, startStack, type MemorySample, type ServiceProcess } from '../chaos/stack.js'
 

@@ -24,7 +24,7 @@ import {
 } from '@threadline/db'
 import { formatPostTime, generateId, snowflakeTime } from '@threadline/domain'
 import { silentLogger } from '@threadline/logger'
-import { closeRedis, createRedis } from '@threadline/queue'
+import { closeRedis, createRedis } from '@threadline/redis'
 import { apiFromConfig } from '@threadline/api'
 import { createWriter, storeLines } from '@threadline/writer'
 import { benchWriterOptions } from './lib/setup.js'

@@ -2,7 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createSubscription, createWebhook, sql } from '@threadline/db'
 import { tokenize } from '@threadline/domain'
 import { silentLogger } from '@threadline/logger'
-import { closeRedis, createQueue, createRedis, type Redis } from '@threadline/queue'
+import { createQueue } from '@threadline/queue'
+import { closeRedis, createRedis, type Redis } from '@threadline/redis'
 import { waitFor } from '@threadline/testing'
 import {
   openSlowReader,

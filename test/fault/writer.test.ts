@@ -2,15 +2,8 @@ import { spawn, type ChildProcess } from 'node:child_process'
 import { once } from 'node:events'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createDb, sql, terminateConnections } from '@threadline/db'
-import {
-  addPostsBatch,
-  createQueue,
-  createRedis,
-  postsPayloadKey,
-  storedStreamKey,
-  unpackStored,
-  type PostsJob,
-} from '@threadline/queue'
+import { addPostsBatch, createQueue, postsPayloadKey, type PostsJob } from '@threadline/queue'
+import { createRedis, storedStreamKey, unpackStored } from '@threadline/redis'
 import { createTestEnv, generateConversation, waitFor, type TestEnv } from '@threadline/testing'
 import { createWriter } from '@threadline/writer'
 import { startTestWriter, testWriterOptions } from '../support/writer.js'

@@ -9,7 +9,7 @@ import { normalizeLines } from '@threadline/domain'
 import { createApp, storeBatch, type Db } from '@threadline/db'
 import type { TestEnv } from '@threadline/testing'
 import { buildServer, type ApiOptions, type ApiServer } from './server.js'
-import { createRedis } from '@threadline/queue'
+import { createRedis } from '@threadline/redis'
 import { createDb } from '@threadline/db'
 
 const REPO_ROOT = join(dirname(fileURLToPath(import.meta.url)), '../../..')

@@ -2,7 +2,7 @@ import type { Config } from '@threadline/config'
 import { assertSchemaCurrent, createDb } from '@threadline/db'
 import type { Logger } from '@threadline/logger'
 import type { Metrics } from '@threadline/metrics'
-import { createRedis } from '@threadline/queue'
+import { createRedis } from '@threadline/redis'
 import { createDelivery, type Delivery, type DeliveryOptions } from './delivery.js'
 
 export function deliveryOptionsFromConfig(config: Config): DeliveryOptions {

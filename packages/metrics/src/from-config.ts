@@ -1,6 +1,7 @@
 import type { Config } from '@threadline/config'
 import type { Logger } from '@threadline/logger'
-import { closeRedis, createRedis, type QueueName, type Redis } from '@threadline/queue'
+import { type QueueName } from '@threadline/queue'
+import { closeRedis, createRedis, type Redis } from '@threadline/redis'
 import { once, type Service } from '@threadline/runtime'
 import { createMetrics, type Metrics } from './metrics.js'
 import { createQueueSampler, type QueueSampler } from './queue-sampler.js'

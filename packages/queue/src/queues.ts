@@ -6,7 +6,7 @@ import {
   type JobsOptions,
   type Processor,
 } from 'bullmq'
-import { isCluster, type Redis } from './connection.js'
+import { isCluster, type Redis } from '@threadline/redis'
 import { z } from 'zod'
 import type { Logger } from '@threadline/logger'
 

@@ -10,7 +10,7 @@ import {
   type Db,
 } from '@threadline/db'
 import { silentLogger, type Logger } from '@threadline/logger'
-import { closeRedis, createRedis, deleteByPrefix, type Redis } from '@threadline/queue'
+import { closeRedis, createRedis, deleteByPrefix, type Redis } from '@threadline/redis'
 
 export interface TestEnv {
   /** A URL whose search_path is this file's own schema. */

@@ -2,7 +2,7 @@ import type { Config } from '@threadline/config'
 import { openServiceDb } from '@threadline/db'
 import type { Logger } from '@threadline/logger'
 import type { Metrics } from '@threadline/metrics'
-import { createRedis } from '@threadline/queue'
+import { createRedis } from '@threadline/redis'
 import { createWriter, type Writer, type WriterOptions } from './writer.js'
 
 /**

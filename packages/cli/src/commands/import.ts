@@ -7,13 +7,12 @@ import { assertSchemaCurrent, createDb } from '@threadline/db'
 import type { Logger } from '@threadline/logger'
 import {
   addPostsBatch,
-  closeRedis,
   createQueue,
-  createRedis,
   JobTracker,
   type PostsJob,
   type PostsJobResult,
 } from '@threadline/queue'
+import { closeRedis, createRedis } from '@threadline/redis'
 import { writerFromConfig } from '@threadline/writer'
 import { reachRedis } from '../failure.js'
 import { err, out, Progress, UsageError } from '../output.js'
