@@ -326,7 +326,7 @@ async function main(): Promise<void> {
     const delivery = await startChild(['--serve-delivery'], {
       DATABASE_URL: env.databaseUrl,
       REDIS_URL: env.redisUrl,
-      QUEUE_PREFIX: env.prefix,
+      REDIS_PREFIX: env.prefix,
       WEBHOOK_ALLOW_PRIVATE: 'true',
       LOG_LEVEL: 'warn',
     })

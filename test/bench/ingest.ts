@@ -66,7 +66,7 @@ try {
           ...process.env,
           DATABASE_URL: env.databaseUrl,
           REDIS_URL: env.redisUrl,
-          QUEUE_PREFIX: env.prefix,
+          REDIS_PREFIX: env.prefix,
           WRITER_CONCURRENCY: values.concurrency,
           LOG_LEVEL: 'warn',
         },

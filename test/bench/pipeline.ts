@@ -110,7 +110,7 @@ try {
   const roleEnv = {
     ...process.env,
     DATABASE_URL: url,
-    QUEUE_PREFIX: prefix,
+    REDIS_PREFIX: prefix,
     LOG_LEVEL: 'warn',
     // Two roles on one host: each would take the default metrics port.
     METRICS_PORT: '0',

@@ -50,7 +50,7 @@ const stack = await startStack(binaries.bin, {
   simulatorRate: rate,
   writers: 2,
   extraRoles: 'delivery' in ROLES ? ['delivery'] : [],
-  env: { API_STREAM_MAX_BUFFER_BYTES: String(4 * 1024 * 1024) },
+  tuning: { api: { stream: { maxBufferedBytes: 4 * 1024 * 1024 } } },
 })
 const redis = createRedis(stack.redis.url, 'producer', 'soak')
 const queue = createQueue('posts', {

@@ -85,13 +85,9 @@ describe.skipIf(!binaries.ok)('chaos: faults while the simulator streams and cli
       writers: 2,
       keep: knobs.keep,
       extraRoles: delivery ? ['delivery'] : [],
-      env: {
-        // The webhook receiver is on loopback; failed deliveries retry within a second.
-        WEBHOOK_ALLOW_PRIVATE: 'true',
-        WEBHOOK_RETRY_BASE_MS: '200',
-        WEBHOOK_SWEEP_MS: '500',
-        WEBHOOK_TIMEOUT_MS: '5000',
-      },
+      // The webhook receiver is on loopback; failed deliveries retry within a second.
+      env: { WEBHOOK_ALLOW_PRIVATE: 'true' },
+      tuning: { delivery: { retryBaseMs: 200, sweepMs: 500, timeoutMs: 5_000 } },
     })
     queueRedis = createRedis(stack.redis.url, 'producer', 'chaos')
     postsQueue = createQueue('posts', {

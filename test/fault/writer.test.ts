@@ -81,14 +81,16 @@ async function verifyExactlyOnce(db: TestEnv['db'], expectedPosts: number, prefi
 }
 
 function startWriterProcess(prefix: string): ChildProcess {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'services/writer/src/main.ts'], {
+  const args = ['--import', 'tsx', 'test/support/tuned-cli.ts', 'start', '--roles', 'writer']
+  const child = spawn(process.execPath, args, {
     env: {
       ...process.env,
       ...env.env,
-      QUEUE_PREFIX: prefix,
-      WRITER_LOCK_MS: '2000',
-      WRITER_STALLED_INTERVAL_MS: '1000',
+      REDIS_PREFIX: prefix,
       WRITER_CONCURRENCY: '2',
+      THREADLINE_TEST_TUNING: JSON.stringify({
+        writer: { lockDuration: 2_000, stalledInterval: 1_000 },
+      }),
     },
     stdio: ['ignore', 'ignore', 'pipe'],
   })

@@ -59,7 +59,7 @@ const prefix = `tl-cluster-${randomBytes(4).toString('hex')}`
 const closers: Array<() => Promise<unknown>> = []
 
 function connect(role: 'worker' | 'producer', name: string): Redis {
-  const config = loadConfig({ REDIS_CLUSTER_NODES: cluster.seeds, QUEUE_PREFIX: prefix })
+  const config = loadConfig({ REDIS_CLUSTER_NODES: cluster.seeds, REDIS_PREFIX: prefix })
   const redis = createRedis(config, role, name)
   closers.push(() => closeRedis(redis))
   return redis

@@ -91,7 +91,7 @@ export async function webhooksCommand(
     const redis = createRedis(config, 'producer', 'cli')
     try {
       await reachRedis(redis, config)
-      out(JSON.stringify(await replayWebhooks(db, redis, config.QUEUE_PREFIX, logger, rest)))
+      out(JSON.stringify(await replayWebhooks(db, redis, config.REDIS_PREFIX, logger, rest)))
     } finally {
       await closeRedis(redis)
     }
