@@ -1,9 +1,14 @@
 import { randomUUID } from 'node:crypto'
 import type { Job, Queue } from 'bullmq'
-import { isCluster, throwFirstError, type Redis } from './connection.js'
-import { PreparedCommand, sendPrepared } from './prepared-command.js'
+import {
+  isCluster,
+  throwFirstError,
+  type Redis,
+  PreparedCommand,
+  sendPrepared,
+  scriptCommand,
+} from '@threadline/redis'
 import type { PostsJob } from './queues.js'
-import { scriptCommand } from './script.js'
 
 /**
  * Large `posts` batches travel beside their job, not inside it (a claim check).

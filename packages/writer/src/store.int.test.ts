@@ -6,7 +6,7 @@ import { createTestEnv, type TestEnv } from '@threadline/testing'
 import { generateConversation, prng, shuffle, waitFor } from '@threadline/testing'
 import { RecentlyStored } from './recent.js'
 import { storeLines } from './writer.js'
-import type { OutgoingEntry } from '@threadline/queue'
+import type { OutgoingEntry } from '@threadline/redis'
 
 /** A `stored` entry's body as text (the writer gives a Post's in parts). */
 function bodyText(body: OutgoingEntry['body']): string {

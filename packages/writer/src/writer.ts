@@ -15,7 +15,6 @@ import { BatchNormalizer } from '@threadline/domain'
 import type { Logger } from '@threadline/logger'
 import type { WriterMetrics } from '@threadline/metrics'
 import {
-  closeRedis,
   createActivityQueue,
   createPayloadSweeper,
   createQueue,
@@ -25,14 +24,17 @@ import {
   lineText,
   loadPostsLines,
   postsJobSchema,
-  publishStored,
   type Job,
   type PostsJob,
   type PostsJobResult,
+} from '@threadline/queue'
+import {
+  closeRedis,
+  publishStored,
   type Redis,
   type OutgoingEntry,
   type StoredEntry,
-} from '@threadline/queue'
+} from '@threadline/redis'
 import { once, repeatEvery, withDeadline, type Repeating, type Service } from '@threadline/runtime'
 import { coalesced } from './coalesce.js'
 import { RecentlyStored, type Deferred, type SentRows } from './recent.js'

@@ -46,7 +46,7 @@ export function requestBytes(args: readonly PreparedArg[]): Buffer {
  *
  * ioredis reads only the command's name and its key (`args[keyIndex]`), to route it in a cluster;
  * the key must be text, and the connection must not have a `keyPrefix` (sendPrepared refuses one;
- * Threadline sets none: its keys carry QUEUE_PREFIX themselves). Resolves with the reply as
+ * Threadline sets none: its keys carry REDIS_PREFIX themselves). Resolves with the reply as
  * ioredis decodes it.
  */
 export class PreparedCommand extends Command {
