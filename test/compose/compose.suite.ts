@@ -53,6 +53,11 @@ const NOT_OURS: { container: RegExp; line: RegExp; why: string }[] = [
   },
   {
     container: /-postgres-/,
+    line: /FATAL: {2}connection to client lost/,
+    why: 'the backend of the writer this suite kills, finding its client gone when its statement ends',
+  },
+  {
+    container: /-postgres-/,
     line: /FATAL: {2}the database system is shutting down/,
     why: 'the health check answered during the shutdown (the services, stopped first, are gone)',
   },
