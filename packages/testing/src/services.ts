@@ -65,6 +65,19 @@ async function startContainers(): Promise<TestServices> {
         'max_connections=300',
       ])
       .withTmpFs({ '/var/lib/postgresql/data': 'rw' })
+      // Postgres runs as PID 1 and takes any orphan it reaps for a crashed backend: a health
+      // check that Docker kills at its timeout (the module's is 1 s, short on a busy machine)
+      // leaves one and restarts the cluster mid-run. Over TCP, so the image's first-start server
+      // (socket only) does not count as ready.
+      .withHealthCheck({
+        test: [
+          'CMD-SHELL',
+          'pg_isready --host 127.0.0.1 --username postgres --dbname threadline_test',
+        ],
+        interval: 500,
+        timeout: 60_000,
+        retries: 1_000,
+      })
       .start(),
     new RedisContainer('redis:7-alpine').start(),
   ])
