@@ -1,6 +1,6 @@
 import { existsSync, readdirSync, readFileSync, realpathSync } from 'node:fs'
 import { builtinModules } from 'node:module'
-import { dirname, join, relative } from 'node:path'
+import { dirname, join, relative, sep } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { build, type Plugin } from 'esbuild'
 
@@ -77,6 +77,35 @@ function thirdPartyExternal(problems: string[]): Plugin {
   }
 }
 
+/**
+ * A bundled module's `import.meta.url` would be the bundle's: each workspace module gets the URL
+ * of its own source file instead, so that code which finds files beside its sources (a package's
+ * `dist/`, say) finds them in the image as in development. Every bundle is `<dir>/<name>/dist/
+ * main.js`, three levels below the root, which the image keeps as the checkout's.
+ */
+function ownImportMetaUrl(): Plugin {
+  return {
+    name: 'own-import-meta-url',
+    setup(build) {
+      build.onLoad({ filter: /\.ts$/ }, (args) => {
+        if (args.path.includes(`${sep}node_modules${sep}`)) return undefined
+        const source = readFileSync(args.path, 'utf8')
+        if (!source.includes('import.meta.url')) return undefined
+        const fromBundle = JSON.stringify(
+          `../../../${relative(root, args.path).split(sep).join('/')}`,
+        )
+        return {
+          contents: source.replaceAll(
+            'import.meta.url',
+            `new URL(${fromBundle}, import.meta.url).href`,
+          ),
+          loader: 'ts',
+        }
+      })
+    },
+  }
+}
+
 const entryPoints = [
   ...readdirSync(join(root, 'services')).map((role) => `services/${role}`),
   'packages/cli',
@@ -95,7 +124,7 @@ await build({
   target: 'node20.19',
   sourcemap: 'linked',
   logLevel: 'warning',
-  plugins: [thirdPartyExternal(problems)],
+  plugins: [thirdPartyExternal(problems), ownImportMetaUrl()],
 })
 if (problems.length > 0) {
   throw new Error(`the bundles would not run in the image:\n  ${problems.join('\n  ')}`)
