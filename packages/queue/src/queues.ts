@@ -14,30 +14,13 @@ export { UnrecoverableError }
 export type { Job } from 'bullmq'
 
 /** A batch of raw upstream lines (stream lines, response pages, twarc2 output) for the writer. */
-const postsJobBase = {
+export const postsJobSchema = z.object({
   /** Where the lines came from, kept with any reject: `stream`, `backfill`, `import:<file>`. */
   source: z.string().min(1).max(500),
   /** When the upstream gave these copies (RFC 3339); later copies replace earlier ones. */
   observed_at: z.iso.datetime({ offset: true }),
-}
-export const postsJobSchema = z.union([
-  z.object({
-    ...postsJobBase,
-    lines: z.array(z.string()).min(1),
-    payload: z.undefined().optional(),
-  }),
-  /**
-   * The lines are in Redis at `payload` (see posts-payload.ts); `count` is how many. `list`: a list
-   * of lines; unset: one string of them joined by CRLF (jobs of an earlier ingest).
-   */
-  z.object({
-    ...postsJobBase,
-    lines: z.undefined().optional(),
-    payload: z.string().min(1),
-    count: z.number().int().positive(),
-    list: z.literal(true).optional(),
-  }),
-])
+  lines: z.array(z.string()).min(1),
+})
 export type PostsJob = z.infer<typeof postsJobSchema>
 
 export interface PostsJobResult {
@@ -63,7 +46,14 @@ const NEVER_DROP = {
 } satisfies JobsOptions
 
 export const QUEUES = {
-  posts: { name: 'posts', jobOptions: NEVER_DROP },
+  /**
+   * `posts` jobs carry their lines (about a megabyte for a stream batch), so few completed ones
+   * are kept: the rows are in Postgres, and the result travels with the `completed` event.
+   */
+  posts: {
+    name: 'posts',
+    jobOptions: { ...NEVER_DROP, removeOnComplete: { count: 100, age: 3_600 } },
+  },
   /**
    * `backfill`: one job per conversation (job id `conv-<id>`, so a repeat add is a no-op while it
    * waits); progress lives in the `backfills` table, so a retry resumes from its next_token.
