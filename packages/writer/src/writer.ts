@@ -85,22 +85,24 @@ function userChangeEntries(payloads: readonly OutboxPayload[]): StoredEntry[] {
   )
 }
 
-/** The stream entries of the outbox rows a batch wrote, from the batch's own rows. */
-function freshEntries(batch: NormalizedBatch, outbox: StoreResult['outbox']): FreshOutbox[] {
-  if (outbox.length === 0) return []
-  const posts = new Map(batch.posts.map((p) => [p.id, p]))
-  const users = new Map(batch.users.map((u) => [u.id, u]))
-  return outbox.map(({ id, payload }) => {
-    const entries: StoredEntry[] = []
-    for (const postId of payload.post_ids) {
-      const post = posts.get(postId)
-      if (!post) continue
-      const author = post.author_id ? users.get(post.author_id) : undefined
-      entries.push(postEntry(postId, post.raw, author?.raw))
-    }
-    entries.push(...userChangeEntries([payload]))
-    return { id, payload, entries }
-  })
+/** Each Post's `stored` entry, by id, with its author from the same batch. */
+function postEntries(batch: NormalizedBatch): Map<string, StoredEntry> {
+  const users = new Map(batch.users.map((u) => [u.id, u.raw]))
+  const entries = new Map<string, StoredEntry>()
+  for (const p of batch.posts) {
+    entries.set(p.id, postEntry(p.id, p.raw, p.author_id ? users.get(p.author_id) : undefined))
+  }
+  return entries
+}
+
+/**
+ * Normalizes lines and sends them to Postgres. Of the batch, only text is kept while the statement
+ * runs (its parameters and each Post's stream entry): a batch waits on Postgres for most of its
+ * life, and its parsed objects held across that wait would be copied by every young-generation GC.
+ */
+function startStore(db: Db, lines: readonly string[], observedAt: string, source: string) {
+  const batch = normalizeLines(lines, observedAt)
+  return { entries: postEntries(batch), stored: storeBatch(db, batch, source) }
 }
 
 /**
@@ -116,10 +118,18 @@ export async function storeLines(
   observedAt: string,
   source: string,
 ): Promise<StoredLines> {
-  const batch = normalizeLines(lines, observedAt)
+  const { entries, stored } = startStore(db, lines, observedAt, source)
   try {
-    const { outbox, ...result } = await storeBatch(db, batch, source)
-    return { ...result, fresh: freshEntries(batch, outbox) }
+    const { outbox, ...result } = await stored
+    const fresh = outbox.map(({ id, payload }) => ({
+      id,
+      payload,
+      entries: [
+        ...payload.post_ids.flatMap((postId) => entries.get(postId) ?? []),
+        ...userChangeEntries([payload]),
+      ],
+    }))
+    return { ...result, fresh }
   } catch (err) {
     if (!isDataError(err)) throw err
     if (lines.length === 1) {

@@ -38,9 +38,7 @@ describe('storeBatch parameters', () => {
           const plain = <V>(v: V): V => JSON.parse(JSON.stringify(v)) as V
           const posts = postsParams(batch.posts)
           // Row i of each parameter is row i of the batch.
-          expect(posts.raw.map((r) => JSON.parse(r) as unknown)).toEqual(
-            batch.posts.map((p) => plain(p.raw)),
-          )
+          expect(JSON.parse(posts.raw)).toEqual(batch.posts.map((p) => plain(p.raw)))
           expect(JSON.parse(posts.rest)).toEqual(
             batch.posts.map((p) => ({
               t: p.search_terms,
@@ -52,9 +50,7 @@ describe('storeBatch parameters', () => {
             })),
           )
           const users = usersParams(batch.users)
-          expect(users.raw.map((r) => JSON.parse(r) as unknown)).toEqual(
-            batch.users.map((u) => plain(u.raw)),
-          )
+          expect(JSON.parse(users.raw)).toEqual(batch.users.map((u) => plain(u.raw)))
           expect(users.observed).toEqual(batch.users.map((u) => u.observed_at))
         },
       ),

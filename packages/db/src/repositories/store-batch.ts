@@ -17,15 +17,16 @@ export interface StoreResult {
 }
 
 /**
- * The Posts as the statement reads them: `raw`, one JSON text a row, and beside it (row i of
- * `rest` is row i of `raw`) only what `raw` does not hold. The statement reads every other column
- * out of `raw`, where normalizeLines validated it. Keys of `rest`: `t` the search terms, `c`
- * created_at (normalized, or from the id when `raw` has none), `p` in_reply_to_post_id, `q` the
- * quotes and retweets of referenced_tweets (omitted when none), `o` observed_at, `i` included.
+ * The Posts as the statement reads them: `raw`, a JSON array of the rows' objects, and `rest`, a
+ * JSON array of what `raw` does not hold (element i of each is row i). The statement reads every
+ * other column out of `raw`, where normalizeLines validated it. Keys of `rest`: `t` the search
+ * terms, `c` created_at (normalized, or from the id when `raw` has none), `p` in_reply_to_post_id,
+ * `q` the quotes and retweets of referenced_tweets (omitted when none), `o` observed_at, `i`
+ * included.
  */
-export function postsParams(rows: readonly PostRow[]): { raw: string[]; rest: string } {
+export function postsParams(rows: readonly PostRow[]): { raw: string; rest: string } {
   return {
-    raw: rows.map((p) => JSON.stringify(p.raw)),
+    raw: JSON.stringify(rows.map((p) => p.raw)),
     rest: JSON.stringify(
       rows.map((p) => {
         const quotes = p.refs.filter((r) => r.type !== 'replied_to')
@@ -43,9 +44,9 @@ export function postsParams(rows: readonly PostRow[]): { raw: string[]; rest: st
 }
 
 /** Users as the statement reads them: raw (id, name and username are read out of it), observed_at. */
-export function usersParams(rows: readonly UserRow[]): { raw: string[]; observed: string[] } {
+export function usersParams(rows: readonly UserRow[]): { raw: string; observed: string[] } {
   return {
-    raw: rows.map((u) => JSON.stringify(u.raw)),
+    raw: JSON.stringify(rows.map((u) => u.raw)),
     observed: rows.map((u) => u.observed_at),
   }
 }
@@ -53,17 +54,15 @@ export function usersParams(rows: readonly UserRow[]): { raw: string[]; observed
 /** $1–$2 postsParams, $3–$4 usersParams, $5 the rejects (jsonb), $6 their source. */
 const STORE_BATCH = `
   WITH
-  -- Row i of $1 is row i of $2 (see postsParams). Materialized: each raw is cast once here, where
-  -- inlined every r->>… below would parse it again.
+  -- Element i of $1 is row i of $2 (see postsParams). Materialized: p_in and refs both read it.
   p_rows AS MATERIALIZED (
-    SELECT r::jsonb AS r, t, c, p, q, o, i
-    FROM ROWS FROM (unnest($1::text[]), jsonb_to_recordset($2::jsonb)
+    SELECT r, t, c, p, q, o, i
+    FROM ROWS FROM (jsonb_array_elements($1::jsonb), jsonb_to_recordset($2::jsonb)
         AS (t text[], c timestamptz, p bigint, q jsonb, o timestamptz, i boolean))
       AS x(r, t, c, p, q, o, i)
   ),
-  u_rows AS MATERIALIZED (
-    SELECT r::jsonb AS r, o
-    FROM unnest($3::text[], $4::timestamptz[]) AS x(r, o)
+  u_rows AS (
+    SELECT r, o FROM ROWS FROM (jsonb_array_elements($3::jsonb), unnest($4::timestamptz[])) AS x(r, o)
   ),
   p_in AS (
     SELECT (r->>'id')::bigint AS id, (r->>'conversation_id')::bigint AS conversation_id,
@@ -219,24 +218,18 @@ const STORE_BATCH = `
  * and u_eff). Its text never changes (every input is a parameter), so it runs as a named prepared
  * statement: a writer parses and plans it once per connection, not once per batch.
  */
-export async function storeBatch(
-  db: Db,
-  batch: NormalizedBatch,
-  source: string,
-): Promise<StoreResult> {
+export function storeBatch(db: Db, batch: NormalizedBatch, source: string): Promise<StoreResult> {
   if (batch.posts.length === 0 && batch.users.length === 0 && batch.rejects.length === 0) {
-    return { inserted: 0, updated: 0, users: 0, rejects: 0, outbox: [] }
+    return Promise.resolve({ inserted: 0, updated: 0, users: 0, rejects: 0, outbox: [] })
   }
   const posts = postsParams(batch.posts)
   const users = usersParams(batch.users)
-  const values = [
-    posts.raw,
-    posts.rest,
-    users.raw,
-    users.observed,
-    JSON.stringify(batch.rejects),
-    source,
-  ]
+  const rejects = JSON.stringify(batch.rejects)
+  // Only the parameters are kept while Postgres works, not the batch's objects (see storeLines).
+  return runStore(db, [posts.raw, posts.rest, users.raw, users.observed, rejects, source])
+}
+
+async function runStore(db: Db, values: readonly unknown[]): Promise<StoreResult> {
   const [row] = await queryRows<{
     outbox_id: string | null
     outbox_payload: OutboxPayload | null
