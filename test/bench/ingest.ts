@@ -87,10 +87,10 @@ try {
     `pipeline: ${total} Posts in batches of ${batchSize} → queue → ${writers.length} writer process(es) (concurrency ${values.concurrency} each) → Postgres…`,
   )
   const started = performance.now()
-  // As the ingest queues them: each batch's lines inside its job.
+  // As the ingest queues them: each batch's lines in a payload beside its job (posts-payload.ts).
   let batches = 0
   for (let i = 0; i < lines.length; i += batchSize, batches++) {
-    await addPostsBatch(queue, {
+    await addPostsBatch(queue, redis, env.prefix, {
       source: 'bench',
       observed_at: new Date().toISOString(),
       lines: lines.slice(i, i + batchSize),

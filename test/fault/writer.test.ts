@@ -6,6 +6,7 @@ import {
   addPostsBatch,
   createQueue,
   createRedis,
+  postsPayloadKey,
   storedStreamKey,
   unpackStored,
   type PostsJob,
@@ -37,15 +38,16 @@ async function queueConversations(
       ...generateConversation({ size, seed: 100 + c, startMs: Date.UTC(2026, 9, 1 + c) }).lines,
     )
   }
-  // As the ingest queues them: each batch's lines inside its job.
+  // As the ingest queues them: each batch's lines in a payload key beside its job.
   let jobs = 0
   for (let i = 0; i < all.length; i += batch, jobs++) {
-    await addPostsBatch(queue, {
+    await addPostsBatch(queue, env.redis, prefix, {
       source: 'test',
       observed_at: new Date().toISOString(),
       lines: all.slice(i, i + batch),
     })
   }
+  expect(await env.redis.keys(postsPayloadKey(prefix, '*'))).toHaveLength(jobs)
   await queue.close()
   return { lines: all.length, jobs }
 }
@@ -81,6 +83,8 @@ async function verifyExactlyOnce(db: TestEnv['db'], expectedPosts: number, prefi
   const entries = await env.redis.xrange(storedStreamKey(prefix), '-', '+')
   const ids = new Set(entries.flatMap(([, fields]) => unpackStored(fields).map((e) => e.id)))
   expect(ids.size).toBe(expectedPosts)
+  // Every payload was deleted once its batch was committed, the killed one's by its retry.
+  expect(await env.redis.keys(postsPayloadKey(prefix, '*'))).toEqual([])
 }
 
 function startWriterProcess(prefix: string): ChildProcess {
@@ -175,24 +179,45 @@ describe('writer under faults', () => {
     await verifyExactlyOnce(env.db, lines, prefix)
   })
 
-  it('stores nothing twice when a committed batch comes back (its writer died before completing)', async () => {
-    await sql`TRUNCATE posts, post_references, users, conversations, outbox, ingest_rejects`.execute(
-      env.db,
+  it('completes a job whose payload a committing writer already deleted, storing nothing', async () => {
+    const prefix = `${env.prefix}:gone`
+    await queueConversations(prefix, 1, 100, 100)
+    const [key] = await env.redis.keys(postsPayloadKey(prefix, '*'))
+    // What a writer that committed, deleted the payload and died before completing leaves.
+    await env.redis.del(key!)
+    const before = Number(
+      (await sql<{ n: string }>`SELECT count(*) AS n FROM ingest_rejects`.execute(env.db)).rows[0]!
+        .n,
     )
-    const prefix = `${env.prefix}:again`
-    const { lines } = await queueConversations(prefix, 1, 100, 100)
     const queue = createQueue('posts', { connection: env.redis, prefix, logger: env.logger })
     env.defer(() => queue.close())
     await startTestWriter({ ...env, prefix })
     await waitFor('the job completed', async () => (await queue.getCompletedCount()) === 1)
-    const [done] = await queue.getJobs(['completed'])
-    expect(done!.returnvalue).toMatchObject({ inserted: lines, rejects: 0 })
-    // The same batch again, as BullMQ hands back a job whose lock lapsed after its commit.
-    await queue.add('posts', done!.data)
-    await waitFor('the repeat completed', async () => (await queue.getCompletedCount()) === 2)
-    const [again] = (await queue.getJobs(['completed'])).filter((j) => j.id !== done!.id)
-    expect(again!.returnvalue).toEqual({ inserted: 0, updated: 0, users: 0, rejects: 0, lines })
+    const [job] = await queue.getJobs(['completed'])
+    expect(job!.returnvalue).toEqual({ inserted: 0, updated: 0, users: 0, rejects: 0, lines: 0 })
     expect(await queue.getFailedCount()).toBe(0)
-    await verifyExactlyOnce(env.db, lines, prefix)
+    const after = Number(
+      (await sql<{ n: string }>`SELECT count(*) AS n FROM ingest_rejects`.execute(env.db)).rows[0]!
+        .n,
+    )
+    expect(after).toBe(before)
+  })
+
+  it('deletes a payload whose job never came, and stores the batches that have one', async () => {
+    const prefix = `${env.prefix}:orphan`
+    const { jobs } = await queueConversations(prefix, 1, 100, 50)
+    // What a process that died between writing a payload and adding its job leaves.
+    const orphan = postsPayloadKey(prefix, 'never-added')
+    await env.redis.set(orphan, '{"data":{"id":"1","text":"lost add"}}')
+    const queue = createQueue('posts', { connection: env.redis, prefix, logger: env.logger })
+    env.defer(() => queue.close())
+    await startTestWriter(
+      { ...env, prefix },
+      { options: { payloadSweepMs: 100, payloadMinIdleSeconds: 0 } },
+    )
+    await waitFor('the orphan payload deleted', async () => (await env.redis.exists(orphan)) === 0)
+    await waitFor('every batch stored', async () => (await queue.getCompletedCount()) === jobs)
+    expect(await queue.getFailedCount()).toBe(0)
+    expect(await env.redis.keys(postsPayloadKey(prefix, '*'))).toEqual([])
   })
 })

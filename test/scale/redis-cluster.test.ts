@@ -152,17 +152,19 @@ describe('Redis Cluster', () => {
     )
     const lines = conversations.flatMap((c) => c.lines)
     const ids = new Set(conversations.flatMap((c) => c.ids))
-    // As the ingest queues them: each batch's lines inside its job.
+    // As the ingest queues them: a batch past 16 KB in a payload key beside its job.
     const jobs = []
     for (let i = 0; i < lines.length; i += 25) {
       jobs.push(
-        await addPostsBatch(queue, {
+        await addPostsBatch(queue, producer, prefix, {
           source: 'test',
           observed_at: new Date().toISOString(),
           lines: lines.slice(i, i + 25),
         }),
       )
     }
+    const payloads = jobs.flatMap((job) => (job.data.payload ? [job.data.payload] : []))
+    expect(payloads.length).toBeGreaterThan(0)
 
     await waitFor(
       `${ids.size} Posts stored`,
@@ -185,6 +187,8 @@ describe('Redis Cluster', () => {
         : undefined,
     )
     expect((await queue.getJobCounts('failed')).failed).toBe(0)
+    // Each payload was deleted once its batch was committed.
+    for (const key of payloads) expect(await producer.exists(key)).toBe(0)
   })
 
   it('the ingest lease has one holder at a time', async () => {

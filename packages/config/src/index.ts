@@ -138,6 +138,8 @@ export const envSchema = z.object({
   BATCH_MAX_MS: int(100, 1, 60_000),
   BATCH_MAX_BYTES: int(4 * 1024 * 1024, 1024, 256 * 1024 * 1024),
   STORED_STREAM_RETENTION_MS: int(600_000, 300_000, 86_400_000),
+  /** How often writers delete `posts` payloads whose job never came (two passes apart). */
+  PAYLOAD_SWEEP_MS: int(600_000, 10_000, 86_400_000),
   SHUTDOWN_TIMEOUT_MS: int(15_000, 100, 600_000),
   // --- ingest (packages/ingest): rule sync, stream reader, backfill, leader lease ---
   /** Full rule reconcile against the upstream's GET rules (repairs drift), besides LISTEN. */

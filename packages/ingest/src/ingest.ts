@@ -97,8 +97,7 @@ export function createIngest(deps: IngestDeps): Ingest {
   })
   const counters = { batches: 0 }
   const backfillQueue = createBackfillQueue({ db, redis, prefix, logger: deps.logger })
-  // The Batcher retries a batch with the same array: the same id then names its job, so a retry
-  // after an add whose reply was lost does not queue it twice.
+  // The Batcher retries a batch with the same array: the same id then names its payload and job.
   const batchIds = new WeakMap<object, string>()
   const addPosts = async (
     lines: (string | Buffer)[],
@@ -107,8 +106,15 @@ export function createIngest(deps: IngestDeps): Ingest {
     given?: string,
   ) => {
     let id = given ?? batchIds.get(lines)
+    const firstAttempt = id === undefined
     if (id === undefined) batchIds.set(lines, (id = randomUUID()))
-    await addPostsBatch(postsQueue, { id, source, observed_at: observedAt, lines })
+    await addPostsBatch(postsQueue, redis, prefix, {
+      id,
+      firstAttempt,
+      source,
+      observed_at: observedAt,
+      lines,
+    })
     counters.batches += 1
     metrics?.batchQueued(source, lines.length)
   }

@@ -13,13 +13,17 @@ import type { Logger } from '@threadline/logger'
 export { UnrecoverableError }
 export type { Job } from 'bullmq'
 
-/** A batch of raw upstream lines (stream lines, response pages, twarc2 output) for the writer. */
+/**
+ * A batch of raw upstream lines (stream lines, response pages, twarc2 output) for the writer. The
+ * lines are a Redis list at `payload`, beside the job (see posts-payload.ts); `count` is how many.
+ */
 export const postsJobSchema = z.object({
   /** Where the lines came from, kept with any reject: `stream`, `backfill`, `import:<file>`. */
   source: z.string().min(1).max(500),
   /** When the upstream gave these copies (RFC 3339); later copies replace earlier ones. */
   observed_at: z.iso.datetime({ offset: true }),
-  lines: z.array(z.string()).min(1),
+  payload: z.string().min(1),
+  count: z.number().int().positive(),
 })
 export type PostsJob = z.infer<typeof postsJobSchema>
 
@@ -46,14 +50,7 @@ const NEVER_DROP = {
 } satisfies JobsOptions
 
 export const QUEUES = {
-  /**
-   * `posts` jobs carry their lines (about a megabyte for a stream batch), so few completed ones
-   * are kept: the rows are in Postgres, and the result travels with the `completed` event.
-   */
-  posts: {
-    name: 'posts',
-    jobOptions: { ...NEVER_DROP, removeOnComplete: { count: 100, age: 3_600 } },
-  },
+  posts: { name: 'posts', jobOptions: NEVER_DROP },
   /**
    * `backfill`: one job per conversation (job id `conv-<id>`, so a repeat add is a no-op while it
    * waits); progress lives in the `backfills` table, so a retry resumes from its next_token.

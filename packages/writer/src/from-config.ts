@@ -39,5 +39,6 @@ export function writerOptions(config: Config): WriterOptions {
     maxStalledCount: config.WRITER_MAX_STALLED,
     streamRetentionMs: config.STORED_STREAM_RETENTION_MS,
     shutdownTimeoutMs: config.SHUTDOWN_TIMEOUT_MS,
+    payloadSweepMs: config.PAYLOAD_SWEEP_MS,
   }
 }

@@ -13,8 +13,12 @@ import type { WriterMetrics } from '@threadline/metrics'
 import {
   closeRedis,
   createActivityQueue,
+  createPayloadSweeper,
+  createQueue,
   createWorker,
+  dropPostsPayload,
   enqueueActivity,
+  loadPostsLines,
   postsJobSchema,
   publishStored,
   type Job,
@@ -35,6 +39,10 @@ export interface WriterOptions {
   shutdownTimeoutMs: number
   /** How often the relay looks for outbox rows nobody relayed (a writer that died after commit). */
   relayIntervalMs?: number
+  /** How often to look for `posts` payloads no job will read (see createPayloadSweeper); off if unset. */
+  payloadSweepMs?: number
+  /** How long such a payload must have been idle before it is deleted (default 60 s). */
+  payloadMinIdleSeconds?: number
 }
 
 export interface WriterDeps {
@@ -230,11 +238,24 @@ export function createWriter(deps: WriterDeps): Writer {
       const issues = parsed.error.issues.map((i) => `${i.path.join('.')} ${i.message}`)
       return rejectJob(job, issues.join('; '))
     }
-    const { lines, observed_at: observedAt, source } = parsed.data
+    const { observed_at: observedAt, source } = parsed.data
     const started = performance.now()
+    const lines = await loadPostsLines(redis, parsed.data)
+    if (lines === undefined) {
+      // Only a writer that committed this batch deletes its payload: it stopped before BullMQ
+      // marked the job done, and the job came back. Nothing is left to store.
+      log.warn({ jobId: job.id, payload: parsed.data.payload }, 'payload gone: batch was stored')
+      return { inserted: 0, updated: 0, users: 0, rejects: 0, lines: 0 }
+    }
     const { fresh, ...result } = await storeLines(db, lines, observedAt, source)
     const seconds = (performance.now() - started) / 1000
     await publishFresh(fresh)
+    try {
+      await dropPostsPayload(redis, parsed.data)
+    } catch (err) {
+      // Committed all the same: a payload left behind costs memory (the sweep takes it), never a Post.
+      log.warn({ err, payload: parsed.data.payload }, 'could not delete a stored payload')
+    }
     metrics?.batchStored({ ...result, lines: lines.length, seconds })
     log.debug(
       { jobId: job.id, lines: lines.length, ...result, ms: Math.round(seconds * 1000) },
@@ -254,22 +275,47 @@ export function createWriter(deps: WriterDeps): Writer {
     log.warn({ err, jobId: job?.id, attempts: job?.attemptsMade }, 'batch failed; will retry')
   })
 
-  let relayPass: Repeating | undefined
+  // Payloads left behind by adds that never came (a process that died between payload and job).
+  const sweepMs = options.payloadSweepMs
+  const postsQueue = sweepMs
+    ? createQueue<PostsJob>('posts', { connection: redis, prefix, logger: deps.logger })
+    : undefined
+  /** The periodic passes start() begins: the relay's and, when configured, the payload sweep's. */
+  const passes = (): Repeating[] => {
+    const relayPass = repeatEvery(
+      options.relayIntervalMs ?? 1_000,
+      () => relaySafely(RELAY_MIN_AGE_MS).then((rows) => metrics?.relayed(rows)),
+      (err) => log.warn({ err }, 'relay pass failed'),
+    )
+    if (!sweepMs || !postsQueue) return [relayPass]
+    const sweeper = createPayloadSweeper(
+      postsQueue,
+      redis,
+      prefix,
+      options.payloadMinIdleSeconds ?? 60,
+    )
+    const sweepPass = repeatEvery(
+      sweepMs,
+      async () => {
+        const n = await sweeper.sweep()
+        if (n > 0) log.info({ payloads: n }, 'deleted payloads no job will read')
+      },
+      (err) => log.warn({ err }, 'payload sweep failed; next pass will retry'),
+    )
+    return [relayPass, sweepPass]
+  }
+  let running: Repeating[] = []
 
   return {
     relay: () => relay(),
     async start() {
       void worker.run().catch((err: unknown) => log.error({ err }, 'worker stopped'))
       await worker.waitUntilReady()
-      relayPass = repeatEvery(
-        options.relayIntervalMs ?? 1_000,
-        () => relaySafely(RELAY_MIN_AGE_MS).then((rows) => metrics?.relayed(rows)),
-        (err) => log.warn({ err }, 'relay pass failed'),
-      )
+      running = passes()
       log.info({ concurrency: options.concurrency }, 'writer started')
     },
     close: once(async () => {
-      relayPass?.stop()
+      for (const pass of running) pass.stop()
       try {
         // Finish the jobs in hand; past the deadline, let go of them (their locks lapse and another
         // worker takes them as stalled: nothing is lost, only repeated).
@@ -280,6 +326,7 @@ export function createWriter(deps: WriterDeps): Writer {
       }
       await relaySafely()
       await activity.close()
+      await postsQueue?.close()
       await closeRedis(redis)
       await db.destroy()
       log.info('writer closed')

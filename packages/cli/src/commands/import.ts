@@ -110,7 +110,7 @@ export async function importFiles(
       const flush = async () => {
         if (batch.length === 0) return
         const observedAt = new Date(started + summary.jobs).toISOString()
-        const job = await addPostsBatch(queue, {
+        const job = await addPostsBatch(queue, redis, config.QUEUE_PREFIX, {
           source,
           observed_at: observedAt,
           lines: batch,
