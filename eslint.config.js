@@ -11,7 +11,8 @@ const noServices = {
 /** Import boundaries of design.md §2: only these packages may import these libraries. */
 const boundaries = [
   { libs: ['kysely', 'pg', 'pg-copy-streams'], allowed: ['packages/db/', 'packages/query/'] },
-  { libs: ['bullmq', 'ioredis'], allowed: ['packages/queue/'] },
+  { libs: ['bullmq'], allowed: ['packages/queue/'] },
+  { libs: ['ioredis'], allowed: ['packages/redis/', 'packages/queue/'] },
   { libs: ['fastify', '@fastify/*'], allowed: ['packages/api/'] },
 ]
 

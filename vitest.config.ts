@@ -10,10 +10,7 @@ export default defineConfig({
         test: {
           name: 'unit',
           // The benchmarks' own helpers too (their scripts are not tests).
-          include: [
-            'packages/*/src/**/*.test.ts',
-            'test/bench/lib/*.test.ts',
-          ],
+          include: ['packages/*/src/**/*.test.ts', 'test/bench/lib/*.test.ts'],
           exclude: [nodeModules, '**/*.int.test.ts'],
         },
       },

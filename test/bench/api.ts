@@ -23,7 +23,7 @@ import {
   withDatabase,
 } from '@threadline/db'
 import { silentLogger } from '@threadline/logger'
-import { createRedis, deleteByPrefix } from '@threadline/queue'
+import { createRedis, deleteByPrefix } from '@threadline/redis'
 import { buildServer } from '@threadline/api'
 import { median } from './lib/runs.js'
 

@@ -2,15 +2,8 @@ import { parseArgs } from 'node:util'
 import { sql, storeBatch } from '@threadline/db'
 import { normalizeLines } from '@threadline/domain'
 import { silentLogger } from '@threadline/logger'
-import {
-  addPostsBatch,
-  closeRedis,
-  createQueue,
-  createRedis,
-  publishStored,
-  storedStreamKey,
-  type PostsJob,
-} from '@threadline/queue'
+import { addPostsBatch, createQueue, type PostsJob } from '@threadline/queue'
+import { closeRedis, createRedis, publishStored, storedStreamKey } from '@threadline/redis'
 import { generateConversation } from '@threadline/testing'
 import { benchEnv, log } from './lib/setup.js'
 

@@ -36,7 +36,8 @@ import { createApp, createDb, createWebhook, sql } from '@threadline/db'
 import { deliveryFromConfig } from '@threadline/delivery'
 import { formatPostTime, generateId, snowflakeTime } from '@threadline/domain'
 import { createLogger, silentLogger } from '@threadline/logger'
-import { closeRedis, createQueue, createRedis } from '@threadline/queue'
+import { createQueue } from '@threadline/queue'
+import { closeRedis, createRedis } from '@threadline/redis'
 import { runUntilSignal } from '@threadline/runtime'
 import { createWriter, storeLines } from '@threadline/writer'
 import { benchEnv, benchWriterOptions, log } from './lib/setup.js'
@@ -325,7 +326,7 @@ async function main(): Promise<void> {
     const delivery = await startChild(['--serve-delivery'], {
       DATABASE_URL: env.databaseUrl,
       REDIS_URL: env.redisUrl,
-      QUEUE_PREFIX: env.prefix,
+      REDIS_PREFIX: env.prefix,
       WEBHOOK_ALLOW_PRIVATE: 'true',
       LOG_LEVEL: 'warn',
     })

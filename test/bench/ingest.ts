@@ -1,13 +1,8 @@
 import { spawn } from 'node:child_process'
 import { parseArgs } from 'node:util'
 import { sql } from '@threadline/db'
-import {
-  addPostsBatch,
-  closeRedis,
-  createQueue,
-  createRedis,
-  type PostsJob,
-} from '@threadline/queue'
+import { addPostsBatch, createQueue, type PostsJob } from '@threadline/queue'
+import { closeRedis, createRedis } from '@threadline/redis'
 import { generateConversation } from '@threadline/testing'
 import { copyBaseline } from './lib/copy-baseline.js'
 import { peakRssMb } from './lib/cpu.js'
@@ -71,7 +66,7 @@ try {
           ...process.env,
           DATABASE_URL: env.databaseUrl,
           REDIS_URL: env.redisUrl,
-          QUEUE_PREFIX: env.prefix,
+          REDIS_PREFIX: env.prefix,
           WRITER_CONCURRENCY: values.concurrency,
           LOG_LEVEL: 'warn',
         },

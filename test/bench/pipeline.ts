@@ -10,13 +10,8 @@ import pg from 'pg'
 import { from as copyFrom, to as copyTo } from 'pg-copy-streams'
 import { loadConfig } from '@threadline/config'
 import { addRules, createApp, createDb, migrateToLatest, sql, withDatabase } from '@threadline/db'
-import {
-  closeRedis,
-  createRedis,
-  deleteByPrefix,
-  onCompletedJobs,
-  type PostsJobResult,
-} from '@threadline/queue'
+import { onCompletedJobs, type PostsJobResult } from '@threadline/queue'
+import { closeRedis, createRedis, deleteByPrefix } from '@threadline/redis'
 import { costPerUnit, cpuSnapshot, peakRssMb } from './lib/cpu.js'
 
 /**
@@ -115,7 +110,7 @@ try {
   const roleEnv = {
     ...process.env,
     DATABASE_URL: url,
-    QUEUE_PREFIX: prefix,
+    REDIS_PREFIX: prefix,
     LOG_LEVEL: 'warn',
     // Two roles on one host: each would take the default metrics port.
     METRICS_PORT: '0',

@@ -1,7 +1,8 @@
 import { parseArgs } from 'node:util'
 import { sql } from '@threadline/db'
 import { silentLogger } from '@threadline/logger'
-import { closeRedis, createQueue, createRedis } from '@threadline/queue'
+import { createQueue } from '@threadline/queue'
+import { closeRedis, createRedis } from '@threadline/redis'
 import { startSearchPoller, startStreamReader, StatusTally } from '../chaos/clients.js'
 import { findBinaries, startStack, type MemorySample, type ServiceProcess } from '../chaos/stack.js'
 
@@ -49,7 +50,7 @@ const stack = await startStack(binaries.bin, {
   simulatorRate: rate,
   writers: 2,
   extraRoles: 'delivery' in ROLES ? ['delivery'] : [],
-  env: { API_STREAM_MAX_BUFFER_BYTES: String(4 * 1024 * 1024) },
+  tuning: { api: { stream: { maxBufferedBytes: 4 * 1024 * 1024 } } },
 })
 const redis = createRedis(stack.redis.url, 'producer', 'soak')
 const queue = createQueue('posts', {

@@ -24,7 +24,7 @@ import {
 } from '@threadline/db'
 import { formatPostTime, generateId, snowflakeTime } from '@threadline/domain'
 import { silentLogger } from '@threadline/logger'
-import { closeRedis, createRedis } from '@threadline/queue'
+import { closeRedis, createRedis } from '@threadline/redis'
 import { apiFromConfig } from '@threadline/api'
 import { createWriter, storeLines } from '@threadline/writer'
 import { benchWriterOptions } from './lib/setup.js'
@@ -74,8 +74,8 @@ async function serveBaseline(): Promise<void> {
     res.on('close', () => clients.delete(id))
   })
   const sub = createRedis(config.REDIS_URL, 'worker', 'bench-baseline')
-  // The parent passes its prefix as QUEUE_PREFIX.
-  await sub.subscribe(`${config.QUEUE_PREFIX}:baseline`)
+  // The parent passes its prefix as REDIS_PREFIX.
+  await sub.subscribe(`${config.REDIS_PREFIX}:baseline`)
   sub.on('message', (_channel, message: string) => {
     const { to, line } = JSON.parse(message) as { to: number[]; line: string }
     for (const id of to) clients.get(id)?.write(line + '\r\n')
@@ -264,10 +264,10 @@ async function main(): Promise<void> {
   // --- Threadline: writer → stored stream → API hub → clients
   const api = await startChild('--serve-api', {
     DATABASE_URL: benchUrl,
-    QUEUE_PREFIX: prefix,
+    REDIS_PREFIX: prefix,
     PORT: '0',
     LOG_LEVEL: 'warn',
-    API_RATE_LIMIT_RULES: '1000000',
+    API_RATE_LIMITS: 'rules:1000000',
   })
   const writerRedis = createRedis(config.REDIS_URL, 'worker', 'bench-writer')
   const writer = createWriter({
@@ -311,7 +311,7 @@ async function main(): Promise<void> {
   await writer.close()
 
   // --- Baseline: PUBLISH → bare node:http fan-out → the same clients
-  const base = await startChild('--serve-baseline', { QUEUE_PREFIX: prefix })
+  const base = await startChild('--serve-baseline', { REDIS_PREFIX: prefix })
   const pub = createRedis(config.REDIS_URL, 'producer', 'bench-publisher')
   const baseCommitted = new Map<string, number>()
   const baseLatencies: number[] = []

@@ -2,7 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createSubscription, createWebhook, sql } from '@threadline/db'
 import { tokenize } from '@threadline/domain'
 import { silentLogger } from '@threadline/logger'
-import { closeRedis, createQueue, createRedis, type Redis } from '@threadline/queue'
+import { createQueue } from '@threadline/queue'
+import { closeRedis, createRedis, type Redis } from '@threadline/redis'
 import { waitFor } from '@threadline/testing'
 import {
   openSlowReader,
@@ -84,13 +85,9 @@ describe.skipIf(!binaries.ok)('chaos: faults while the simulator streams and cli
       writers: 2,
       keep: knobs.keep,
       extraRoles: delivery ? ['delivery'] : [],
-      env: {
-        // The webhook receiver is on loopback; failed deliveries retry within a second.
-        WEBHOOK_ALLOW_PRIVATE: 'true',
-        WEBHOOK_RETRY_BASE_MS: '200',
-        WEBHOOK_SWEEP_MS: '500',
-        WEBHOOK_TIMEOUT_MS: '5000',
-      },
+      // The webhook receiver is on loopback; failed deliveries retry within a second.
+      env: { WEBHOOK_ALLOW_PRIVATE: 'true' },
+      tuning: { delivery: { retryBaseMs: 200, sweepMs: 500, timeoutMs: 5_000 } },
     })
     queueRedis = createRedis(stack.redis.url, 'producer', 'chaos')
     postsQueue = createQueue('posts', {

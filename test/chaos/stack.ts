@@ -16,6 +16,7 @@ import { tmpdir } from 'node:os'
 import { delimiter, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
+import type { RoleTuning } from '@threadline/cli'
 import { createDb, type Db } from '@threadline/db'
 import { waitFor } from '@threadline/testing'
 
@@ -23,7 +24,8 @@ const execFileAsync = promisify(execFile)
 
 /** The checkout root: child processes run from here. */
 export const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url))
-const CLI = 'packages/cli/src/main.ts'
+/** The `threadline` command, with the tuning the stack passes in THREADLINE_TEST_TUNING. */
+const CLI = 'test/support/tuned-cli.ts'
 const PROBE = fileURLToPath(new URL('./memory-probe.ts', import.meta.url))
 
 // ---- binaries ------------------------------------------------------------------------------------
@@ -433,6 +435,8 @@ export interface StackOptions {
   logLevel?: string
   /** Overrides of any configuration variable, for every process. */
   env?: Record<string, string>
+  /** Tuning of delivery, and of the API's stream, beside the stack's own. */
+  tuning?: Pick<RoleTuning, 'api' | 'delivery'>
   /** Keep the temp dir (logs, data) after close, for a look after a failure. */
   keep?: boolean
 }
@@ -501,7 +505,7 @@ export async function startStack(bin: Binaries, options: StackOptions): Promise<
   const env: Record<string, string> = {
     DATABASE_URL: pg.url,
     REDIS_URL: redis.url,
-    QUEUE_PREFIX: prefix,
+    REDIS_PREFIX: prefix,
     LOG_LEVEL: options.logLevel ?? 'warn',
     HOST: '127.0.0.1',
     PORT: String(apiPort),
@@ -511,28 +515,28 @@ export async function startStack(bin: Binaries, options: StackOptions): Promise<
     SIMULATOR_PORT: String(simPort),
     SIMULATOR_BEARER_TOKEN: SIMULATOR_TOKEN,
     SIMULATOR_RATE: String(options.simulatorRate),
-    SIMULATOR_HISTORY_POSTS: String(options.historyPosts ?? 3_000),
-    SIMULATOR_USERS: '500',
-    SIMULATOR_KEEPALIVE_MS: '2000',
     // Reconnects ask for the last minute, so Posts in flight when the upstream drops come back.
     INGEST_BACKFILL_MINUTES: '1',
-    INGEST_STALL_MS: '10000',
-    INGEST_RECONCILE_MS: '10000',
-    INGEST_LEASE_MS: '3000',
-    // A killed writer's batch is taken over in seconds, not the production 30 s.
-    WRITER_LOCK_MS: '4000',
-    WRITER_STALLED_INTERVAL_MS: '2000',
-    API_RATE_LIMIT_LOOKUP: '10000000',
-    API_RATE_LIMIT_SEARCH: '10000000',
-    API_RATE_LIMIT_COUNTS: '10000000',
-    API_RATE_LIMIT_RULES: '10000000',
-    API_STREAM_KEEPALIVE_MS: '2000',
-    // Small enough that a reader that stops reading is cut off soon after the kernel's buffers fill
-    // (about 4 MB on loopback), large enough for one dispatch of Posts without expansions.
-    API_STREAM_MAX_BUFFER_BYTES: String(1024 * 1024),
+    API_RATE_LIMITS: 'lookup:10000000,search:10000000,counts:10000000,rules:10000000',
     SHUTDOWN_TIMEOUT_MS: '10000',
     ...options.env,
   }
+  const tuning: RoleTuning = {
+    simulator: {
+      keepAliveMs: 2_000,
+      world: { users: 500, historyPosts: options.historyPosts ?? 3_000 },
+    },
+    ingest: { stallMs: 10_000, reconcileMs: 10_000, leaseMs: 3_000 },
+    // A killed writer's batch is taken over in seconds, not the production 30 s.
+    writer: { lockDuration: 4_000, stalledInterval: 2_000 },
+    api: {
+      // Small enough that a reader that stops reading is cut off soon after the kernel's buffers
+      // fill (about 4 MB on loopback), large enough for one dispatch of Posts without expansions.
+      stream: { keepAliveMs: 2_000, maxBufferedBytes: 1024 * 1024, ...options.tuning?.api?.stream },
+    },
+    delivery: options.tuning?.delivery,
+  }
+  env.THREADLINE_TEST_TUNING = JSON.stringify(tuning)
   const dirs = { logs, probe }
   const all: ServiceProcess[] = []
   const spawnService = (name: string, args: string[]) => {

@@ -7,7 +7,7 @@ import { findBinaries, startStack, type App, type Stack } from './stack.js'
  * Finding of the chaos work (packages/api/src/stream): the SlowReader cut-off judges
  * `res.writableLength` right after writing a whole dispatch synchronously, so a client that reads
  * as fast as it can is cut off whenever one batch from the `stored` stream renders to more than
- * API_STREAM_MAX_BUFFER_BYTES (Posts with expansions are ~2 KB each; a 500-entry read can pass the
+ * the stream's buffer bound (Posts with expansions are ~2 KB each; a 500-entry read can pass the
  * 4 MB default). Here the bound is 256 KB and one burst of ~150 matching Posts passes it.
  * Expected: a reader that keeps up is never cut off.
  */
@@ -23,7 +23,7 @@ describe.skipIf(!binaries.ok)('filtered stream: a reader that keeps up', () => {
     stack = await startStack(binaries.bin, {
       simulatorRate: 5,
       writers: 1,
-      env: { API_STREAM_MAX_BUFFER_BYTES: String(256 * 1024) },
+      tuning: { api: { stream: { maxBufferedBytes: 256 * 1024 } } },
     })
     app = await stack.createApp('burst')
     const added = await stack.callApi(app.token, 'POST', '/2/tweets/search/stream/rules', {

@@ -2,15 +2,8 @@ import { spawn, type ChildProcess } from 'node:child_process'
 import { once } from 'node:events'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createDb, sql, terminateConnections } from '@threadline/db'
-import {
-  addPostsBatch,
-  createQueue,
-  createRedis,
-  postsPayloadKey,
-  storedStreamKey,
-  unpackStored,
-  type PostsJob,
-} from '@threadline/queue'
+import { addPostsBatch, createQueue, postsPayloadKey, type PostsJob } from '@threadline/queue'
+import { createRedis, storedStreamKey, unpackStored } from '@threadline/redis'
 import { createTestEnv, generateConversation, waitFor, type TestEnv } from '@threadline/testing'
 import { createWriter } from '@threadline/writer'
 import { startTestWriter, testWriterOptions } from '../support/writer.js'
@@ -88,14 +81,16 @@ async function verifyExactlyOnce(db: TestEnv['db'], expectedPosts: number, prefi
 }
 
 function startWriterProcess(prefix: string): ChildProcess {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'services/writer/src/main.ts'], {
+  const args = ['--import', 'tsx', 'test/support/tuned-cli.ts', 'start', '--roles', 'writer']
+  const child = spawn(process.execPath, args, {
     env: {
       ...process.env,
       ...env.env,
-      QUEUE_PREFIX: prefix,
-      WRITER_LOCK_MS: '2000',
-      WRITER_STALLED_INTERVAL_MS: '1000',
+      REDIS_PREFIX: prefix,
       WRITER_CONCURRENCY: '2',
+      THREADLINE_TEST_TUNING: JSON.stringify({
+        writer: { lockDuration: 2_000, stalledInterval: 1_000 },
+      }),
     },
     stdio: ['ignore', 'ignore', 'pipe'],
   })

@@ -2,7 +2,7 @@ import { onTestFinished } from 'vitest'
 import { startTestWriter } from '../support/writer.js'
 import { createDb, sql } from '@threadline/db'
 import { createIngest, type Ingest, type IngestOptions, type StreamEvent } from '@threadline/ingest'
-import { createRedis } from '@threadline/queue'
+import { createRedis } from '@threadline/redis'
 import type { TestEnv } from '@threadline/testing'
 import type { Writer } from '@threadline/writer'
 

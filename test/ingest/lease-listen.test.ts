@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { RULES_CHANNEL, listen, sql, terminateConnections } from '@threadline/db'
-import { closeRedis, createLease, createRedis } from '@threadline/queue'
+import { closeRedis, createLease, createRedis } from '@threadline/redis'
 import { createTestEnv, waitFor, type TestEnv } from '@threadline/testing'
 
 let env: TestEnv

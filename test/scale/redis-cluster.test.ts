@@ -13,27 +13,29 @@ import {
 import { silentLogger } from '@threadline/logger'
 import {
   addPostsBatch,
-  closeRedis,
-  createConnectionSlots,
-  createLease,
   createQueue,
-  createRateLimiter,
-  createRedis,
   enqueueWebhookDrain,
-  isCluster,
   publishActivity,
   queuePrefix,
   readActivity,
+  type ActivityEntry,
+  type PostsJob,
+  type WebhooksJob,
+} from '@threadline/queue'
+import {
+  closeRedis,
+  createConnectionSlots,
+  createLease,
+  createRateLimiter,
+  createRedis,
+  isCluster,
   readStored,
   storedStreamKey,
   unpackStored,
   waitForRedis,
-  type ActivityEntry,
-  type PostsJob,
   type Redis,
   type StoredMessage,
-  type WebhooksJob,
-} from '@threadline/queue'
+} from '@threadline/redis'
 import { generateConversation, waitFor } from '@threadline/testing'
 import { createWriter } from '@threadline/writer'
 import { testWriterOptions } from '../support/writer.js'
@@ -57,7 +59,7 @@ const prefix = `tl-cluster-${randomBytes(4).toString('hex')}`
 const closers: Array<() => Promise<unknown>> = []
 
 function connect(role: 'worker' | 'producer', name: string): Redis {
-  const config = loadConfig({ REDIS_CLUSTER_NODES: cluster.seeds, QUEUE_PREFIX: prefix })
+  const config = loadConfig({ REDIS_CLUSTER_NODES: cluster.seeds, REDIS_PREFIX: prefix })
   const redis = createRedis(config, role, name)
   closers.push(() => closeRedis(redis))
   return redis

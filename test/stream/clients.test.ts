@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { ETwitterStreamEvent, TwitterApi, type ITwitterApiClientPlugin } from 'twitter-api-v2'
 import { Client as SdkClient } from 'twitter-api-sdk'
 import { createTestEnv, waitFor, type TestEnv } from '@threadline/testing'
-import { unpackStored } from '@threadline/queue'
+import { unpackStored } from '@threadline/redis'
 import type { Writer } from '@threadline/writer'
 import {
   appWithRules,

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
-import { compareStreamIds, unpackStored } from '@threadline/queue'
+import { compareStreamIds, unpackStored } from '@threadline/redis'
 import { createTestEnv, waitFor, type TestEnv } from '@threadline/testing'
 import type { Writer } from '@threadline/writer'
 import {

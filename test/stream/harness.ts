@@ -3,7 +3,7 @@ import http from 'node:http'
 import { buildServer, type ApiServer } from '@threadline/api'
 import { addRules, createApp, createDb } from '@threadline/db'
 import { formatPostTime, generateId, snowflakeTime } from '@threadline/domain'
-import { createRedis } from '@threadline/queue'
+import { createRedis } from '@threadline/redis'
 import { waitFor, type TestEnv } from '@threadline/testing'
 import { storeLines as writerStoreLines, type Writer } from '@threadline/writer'
 import {

@@ -1,6 +1,6 @@
 import { createDb } from '@threadline/db'
 import { createDelivery, type Delivery, type DeliveryOptions } from '@threadline/delivery'
-import { createRedis } from '@threadline/queue'
+import { createRedis } from '@threadline/redis'
 import type { TestEnv } from '@threadline/testing'
 
 /**

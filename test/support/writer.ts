@@ -1,5 +1,5 @@
 import { createDb } from '@threadline/db'
-import { createRedis } from '@threadline/queue'
+import { createRedis } from '@threadline/redis'
 import type { TestEnv } from '@threadline/testing'
 import { loadConfig } from '@threadline/config'
 import { createWriter, writerOptions, type Writer, type WriterOptions } from '@threadline/writer'

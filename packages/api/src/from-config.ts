@@ -2,14 +2,28 @@ import type { Config } from '@threadline/config'
 import { openServiceDb } from '@threadline/db'
 import type { Logger } from '@threadline/logger'
 import type { Metrics } from '@threadline/metrics'
-import { createRedis } from '@threadline/queue'
-import { activityOptionsFromConfig } from './activity/options.js'
+import { createRedis } from '@threadline/redis'
+import { DEFAULT_MAX_LENGTH } from '@threadline/query'
+import { activityOptionsFromConfig, type ActivityApiOptions } from './activity/options.js'
 import { instrumentHttp } from './metrics.js'
 import { buildServer, type ApiServer } from './server.js'
 import { filteredStreamOptions, registerFilteredStream } from './stream/index.js'
+import type { FilteredStreamOptions } from './stream/route.js'
+import type { ApiOptions } from './types.js'
 
 /** Every statement of the API gives up after this long: a hostile query costs bounded time. */
 const STATEMENT_TIMEOUT_MS = 10_000
+/** Request bodies past this are a 413 (X's figure). */
+const BODY_LIMIT_BYTES = 1_048_576
+/** How long a bearer token's lookup is reused, so a hot client costs no query per request. */
+const TOKEN_CACHE_MS = 10_000
+
+/** What tests may change besides configuration (timings, buffers, the clock). */
+export interface ApiTuning {
+  server?: Partial<ApiOptions>
+  stream?: Partial<FilteredStreamOptions>
+  activity?: Partial<ActivityApiOptions>
+}
 
 function withStatementTimeout(url: string): string {
   const u = new URL(url)
@@ -29,10 +43,11 @@ export async function apiFromConfig(
   config: Config,
   logger: Logger,
   metrics?: Metrics,
+  tuning: ApiTuning = {},
 ): Promise<ApiServer> {
   const db = await openServiceDb({
     url: withStatementTimeout(config.DATABASE_URL),
-    poolMax: config.API_POOL_MAX,
+    poolMax: config.DATABASE_POOL_MAX,
     applicationName: 'threadline-api',
     preparedStatements: config.DATABASE_PREPARED_STATEMENTS,
     logger,
@@ -41,7 +56,7 @@ export async function apiFromConfig(
   const readDb = config.DATABASE_READ_URL
     ? await openServiceDb({
         url: withStatementTimeout(config.DATABASE_READ_URL),
-        poolMax: config.API_POOL_MAX,
+        poolMax: config.DATABASE_POOL_MAX,
         applicationName: 'threadline-api-read',
         preparedStatements: config.DATABASE_PREPARED_STATEMENTS,
         logger,
@@ -63,26 +78,22 @@ export async function apiFromConfig(
     options: {
       host: config.HOST,
       port: config.PORT,
-      prefix: config.QUEUE_PREFIX,
-      rateLimits: {
-        lookup: config.API_RATE_LIMIT_LOOKUP,
-        search: config.API_RATE_LIMIT_SEARCH,
-        counts: config.API_RATE_LIMIT_COUNTS,
-        rules: config.API_RATE_LIMIT_RULES,
-      },
+      prefix: config.REDIS_PREFIX,
+      rateLimits: config.API_RATE_LIMITS,
       ruleCap: config.API_RULE_CAP,
-      queryMaxLength: config.API_QUERY_MAX_LENGTH,
-      bodyLimit: config.API_BODY_LIMIT_BYTES,
-      tokenCacheMs: config.API_TOKEN_CACHE_MS,
+      queryMaxLength: DEFAULT_MAX_LENGTH,
+      bodyLimit: BODY_LIMIT_BYTES,
+      tokenCacheMs: TOKEN_CACHE_MS,
       tokenSecret: config.API_TOKEN_SECRET,
-      activity: activityOptionsFromConfig(config),
+      activity: activityOptionsFromConfig(config, tuning.activity),
+      ...tuning.server,
     },
   })
   registerFilteredStream(server.app, {
     db,
     redis,
     logger,
-    options: filteredStreamOptions(config),
+    options: filteredStreamOptions(config, tuning.stream),
   })
   if (metrics) instrumentHttp(server.app, metrics.api())
   return server

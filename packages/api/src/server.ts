@@ -6,7 +6,7 @@ import Fastify, {
   type FastifyReply,
 } from 'fastify'
 import { findAppByToken, sql } from '@threadline/db'
-import { closeRedis, createRateLimiter, type RateLimitResult } from '@threadline/queue'
+import { closeRedis, createRateLimiter, type RateLimitResult } from '@threadline/redis'
 import { once, type Service } from '@threadline/runtime'
 import {
   ApiError,

@@ -1,42 +1,12 @@
-import { execFileSync } from 'node:child_process'
 import { existsSync, readFileSync } from 'node:fs'
-import { dirname, isAbsolute, join } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import { Ajv, type ValidateFunction } from 'ajv'
 import addFormatsModule from 'ajv-formats'
-import { loadConfig } from '@threadline/config'
 import { normalizeLines } from '@threadline/domain'
 import { createApp, storeBatch, type Db } from '@threadline/db'
-import type { TestEnv } from '@threadline/testing'
+import { findSharedFile, type TestEnv } from '@threadline/testing'
 import { buildServer, type ApiOptions, type ApiServer } from './server.js'
-import { createRedis } from '@threadline/queue'
+import { createRedis } from '@threadline/redis'
 import { createDb } from '@threadline/db'
-
-const REPO_ROOT = join(dirname(fileURLToPath(import.meta.url)), '../../..')
-const DOC = join('shared', 'x-api-v2-openapi.json')
-
-/**
- * X's own OpenAPI document (shared with the specs), loaded once per process. Where CI lays it out,
- * `shared/` beside the checkout; `X_OPENAPI_PATH` names another place; and a clone of a local
- * checkout (`git clone . /tmp/c`, as a pre-submit check does) finds it beside its origin.
- */
-function openApiPath(): { path: string; tried: string[] } {
-  const tried: string[] = []
-  const given = loadConfig().X_OPENAPI_PATH
-  if (given) tried.push(given)
-  tried.push(join(REPO_ROOT, '..', DOC))
-  try {
-    const origin = execFileSync('git', ['config', '--get', 'remote.origin.url'], {
-      cwd: REPO_ROOT,
-      encoding: 'utf8',
-    }).trim()
-    if (origin !== '' && isAbsolute(origin) && existsSync(origin))
-      tried.push(join(origin, '..', DOC))
-  } catch {
-    // not a git checkout, or no origin: the places above are all there is
-  }
-  return { path: tried.find((p) => existsSync(p)) ?? tried[0]!, tried }
-}
 
 let ajv: Ajv | undefined
 const compiled = new Map<string, ValidateFunction>()
@@ -45,7 +15,7 @@ function schemaValidator(name: string): ValidateFunction {
   let validate = compiled.get(name)
   if (validate) return validate
   if (!ajv) {
-    const { path, tried } = openApiPath()
+    const { path, tried } = findSharedFile('x-api-v2-openapi.json', 'X_OPENAPI_PATH')
     if (!existsSync(path)) {
       throw new Error(
         `X's OpenAPI document is not at ${tried.join(' nor ')}: the response-shape checks need ` +

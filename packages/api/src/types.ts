@@ -1,7 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { Db } from '@threadline/db'
 import type { Logger } from '@threadline/logger'
-import type { Redis } from '@threadline/queue'
+import type { Redis } from '@threadline/redis'
 import type { ActivityApiOptions } from './activity/options.js'
 import type { PageTokens } from './page-token.js'
 import type { EndpointParams, ParsedParams } from './params.js'

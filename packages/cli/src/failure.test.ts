@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { createRedis } from '@threadline/queue'
+import { createRedis } from '@threadline/redis'
 import { describeFailure, reachRedis, redisWhere } from './failure.js'
 
 const config = { DATABASE_URL: 'postgres://app:secret@db.internal:6543/threadline' }

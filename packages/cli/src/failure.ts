@@ -1,5 +1,5 @@
 import type { Config } from '@threadline/config'
-import { waitForRedis, type Redis, type RedisSettings } from '@threadline/queue'
+import { waitForRedis, type Redis, type RedisSettings } from '@threadline/redis'
 
 /** A URL's host and port, without its credentials (the default port when it names none). */
 function endpoint(url: string, defaultPort: number): { host: string; port: string } {

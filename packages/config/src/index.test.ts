@@ -25,4 +25,22 @@ describe('loadConfig', () => {
       expect((err as ConfigError).problems.join('\n')).toMatch(/WEBHOOK_ALLOW_PRIVATE/)
     }
   })
+
+  it('reads API_RATE_LIMITS per endpoint group, keeping the defaults of groups it does not name', () => {
+    expect(loadConfig({}).API_RATE_LIMITS).toEqual({
+      lookup: 3_500,
+      search: 450,
+      counts: 300,
+      rules: 450,
+    })
+    expect(loadConfig({ API_RATE_LIMITS: 'search:1000, rules=5' }).API_RATE_LIMITS).toEqual({
+      lookup: 3_500,
+      search: 1_000,
+      counts: 300,
+      rules: 5,
+    })
+    for (const bad of ['search', 'likes:5', 'search:0', 'search:-1', 'search:ten']) {
+      expect(() => loadConfig({ API_RATE_LIMITS: bad }), bad).toThrow(/API_RATE_LIMITS/)
+    }
+  })
 })

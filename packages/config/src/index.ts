@@ -102,152 +102,111 @@ const clusterNodes = z
     return nodes
   })
 
+/** `lookup:3500,search:450`: requests per token per endpoint group per 15 minutes. */
+const RATE_LIMIT_GROUPS = ['lookup', 'search', 'counts', 'rules'] as const
+type RateLimits = Record<(typeof RATE_LIMIT_GROUPS)[number], number>
+/** X's app-auth figures. */
+const DEFAULT_RATE_LIMITS: RateLimits = { lookup: 3_500, search: 450, counts: 300, rules: 450 }
+
+const rateLimits = z
+  .string()
+  .trim()
+  .optional()
+  .transform((value, ctx) => {
+    const limits = { ...DEFAULT_RATE_LIMITS }
+    if (value === undefined || value === '') return limits
+    for (const part of value.split(',').map((p) => p.trim())) {
+      const m = /^([a-z]+)[:=](\d{1,9})$/.exec(part)
+      const group = m?.[1] as keyof RateLimits | undefined
+      if (!m || !group || !RATE_LIMIT_GROUPS.includes(group) || Number(m[2]) < 1) {
+        ctx.addIssue({
+          code: 'custom',
+          message: `expected ${RATE_LIMIT_GROUPS.map((g) => `${g}:N`).join(',')} (any of them), got "${part}"`,
+        })
+        return z.NEVER
+      }
+      limits[group] = Number(m[2])
+    }
+    return limits
+  })
+
 /**
- * Every environment variable Threadline reads, with its default. Defaults work on a machine with
- * Postgres and Redis on their standard local ports. The README's configuration table mirrors this.
+ * Every environment variable Threadline reads: what an operator sets, grouped by the role that reads
+ * it. Defaults work on a machine with Postgres and Redis on their standard local ports. Internal
+ * timings and sizes are constants next to their use; tests pass them to the factories as options.
  */
 export const envSchema = z.object({
+  // --- every role: connections, logs, metrics, shutdown ---
   DATABASE_URL: url('postgres://postgres@127.0.0.1:5432/threadline', ['postgres:', 'postgresql:']),
+  /** Postgres connections per process (the writer sizes its own pool from WRITER_CONCURRENCY). */
   DATABASE_POOL_MAX: int(10, 1, 500),
-  /** The API's hot reads as named prepared statements; off behind a pooler that cannot keep them. */
-  DATABASE_PREPARED_STATEMENTS: bool(true),
   REDIS_URL: url('redis://127.0.0.1:6379', ['redis:', 'rediss:']),
-  QUEUE_PREFIX: str('threadline'),
-  HOST: str('127.0.0.1'),
-  PORT: int(3000, 0, 65535),
+  /** Seeds of a Redis Cluster (`host:port,host:port`); set → cluster mode, REDIS_URL lends auth/TLS. */
+  REDIS_CLUSTER_NODES: clusterNodes,
+  /** Prefix of every Redis key Threadline writes (queues, streams, leases, rate limits). */
+  REDIS_PREFIX: str('threadline'),
   LOG_LEVEL: z
     .enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
     .optional()
     .transform((v) => v ?? 'info'),
+  /** Port of the process's Prometheus `/metrics`; 0 disables it and the queue sampling. */
+  METRICS_PORT: int(9464, 0, 65535),
+  /** Address `/metrics` listens on; 0.0.0.0 in containers so Prometheus can reach it. */
+  METRICS_HOST: str('127.0.0.1'),
+  /** Deadline of a graceful stop on SIGTERM/SIGINT. */
+  SHUTDOWN_TIMEOUT_MS: int(15_000, 100, 600_000),
+
+  // --- api ---
+  HOST: str('127.0.0.1'),
+  PORT: int(3000, 0, 65535),
+  /** A streaming replica the API reads Posts from (lookup, search, counts); unset → DATABASE_URL. */
+  DATABASE_READ_URL: url(undefined, ['postgres:', 'postgresql:']),
+  /** The API's hot reads as named prepared statements; off behind a pooler that cannot keep them. */
+  DATABASE_PREPARED_STATEMENTS: bool(true),
+  /** Signs pagination tokens so an altered one is refused; set it equal on every api replica. */
+  API_TOKEN_SECRET: str('threadline-pagination'),
+  API_RATE_LIMITS: rateLimits,
+  /** Stream rules per app. */
+  API_RULE_CAP: int(1_000, 1, 1_000_000),
+  /** Open filtered-stream connections per app (X: 1). */
+  API_STREAM_MAX_CONNECTIONS: int(1, 1, 10_000),
+  /** Activity subscriptions per app. */
+  ACTIVITY_SUBSCRIPTION_CAP: int(1_500, 1, 1_000_000),
+  /** Webhooks per app. */
+  WEBHOOK_CAP: int(10, 1, 10_000),
+
+  // --- ingest ---
+  /** Base URL of an X-compatible upstream, without `/2`; unset → the built-in simulator. */
   UPSTREAM_URL: url(undefined, ['http:', 'https:']),
   UPSTREAM_BEARER_TOKEN: optionalStr,
+  /** Backfill through `search/recent` or `search/all`. */
   UPSTREAM_SEARCH: z
     .enum(['recent', 'all'])
     .optional()
     .transform((v) => v ?? 'recent'),
-  WEBHOOK_ALLOW_PRIVATE: bool(false),
-  // Batches in flight per writer: while some wait on Postgres (statement, commit) and Redis, the
-  // writer normalizes others. On 2 cores, 2 left the box ≈ 15 % idle; 4 keeps it ≈ 93 % busy, and 8
-  // (≈ 96 %) cost more CPU per stored row, writer and Postgres alike: ≈ 10 % in the median of seven
-  // paired runs, up to 60 % (docs/performance-log.md).
-  WRITER_CONCURRENCY: int(4, 1, 64),
-  WRITER_LOCK_MS: int(30_000, 1_000, 600_000),
-  WRITER_STALLED_INTERVAL_MS: int(30_000, 500, 600_000),
-  WRITER_MAX_STALLED: int(20, 1, 1_000),
-  BATCH_MAX_ITEMS: int(500, 1, 10_000),
-  BATCH_MAX_MS: int(100, 1, 60_000),
-  BATCH_MAX_BYTES: int(4 * 1024 * 1024, 1024, 256 * 1024 * 1024),
-  STORED_STREAM_RETENTION_MS: int(600_000, 300_000, 86_400_000),
-  /** How often writers delete `posts` payloads whose job never came (two passes apart). */
-  PAYLOAD_SWEEP_MS: int(600_000, 10_000, 86_400_000),
-  SHUTDOWN_TIMEOUT_MS: int(15_000, 100, 600_000),
-  // --- ingest (packages/ingest): rule sync, stream reader, backfill, leader lease ---
-  /** Full rule reconcile against the upstream's GET rules (repairs drift), besides LISTEN. */
-  INGEST_RECONCILE_MS: int(60_000, 100, 3_600_000),
-  /** Coalesces a burst of rule changes into one sync. */
-  INGEST_RULES_DEBOUNCE_MS: int(200, 0, 60_000),
-  /** No byte (not even a keep-alive) for this long → reconnect. X sends keep-alives every 20 s. */
-  INGEST_STALL_MS: int(30_000, 100, 600_000),
-  /** `backfill_minutes` asked for on reconnect (0: do not ask; X allows 1–5). */
+  /** `backfill_minutes` asked for on reconnect (0: do not ask; X allows 1–5 on some plans). */
   INGEST_BACKFILL_MINUTES: int(0, 0, 5),
-  INGEST_NETWORK_BACKOFF_STEP_MS: int(250, 1, 60_000),
-  INGEST_NETWORK_BACKOFF_MAX_MS: int(16_000, 1, 600_000),
-  INGEST_HTTP_BACKOFF_MS: int(5_000, 1, 600_000),
-  INGEST_HTTP_BACKOFF_MAX_MS: int(320_000, 1, 3_600_000),
-  INGEST_RATE_LIMIT_BACKOFF_MS: int(60_000, 1, 3_600_000),
-  INGEST_RATE_LIMIT_BACKOFF_MAX_MS: int(960_000, 1, 3_600_000),
-  /** After a 409 (no rules upstream), how often to look again when no rule change arrives. */
-  INGEST_NO_RULES_RETRY_MS: int(5_000, 10, 600_000),
-  /** Leader lease (one stream connection across replicas); renewed every third of it. */
-  INGEST_LEASE_MS: int(15_000, 300, 600_000),
+  /** Conversations backfilled at once (each pages through the upstream's search). */
   INGEST_BACKFILL_CONCURRENCY: int(2, 1, 64),
-  /** The longest single wait on upstream rate limits inside a backfill job. */
-  INGEST_BACKFILL_MAX_WAIT_MS: int(900_000, 1, 3_600_000),
-  // --- read API (packages/api) ---
-  API_POOL_MAX: int(10, 1, 500),
-  /** Requests per token per endpoint per 15-minute window (X's app-auth figures by default). */
-  API_RATE_LIMIT_LOOKUP: int(3_500, 1, 10_000_000),
-  API_RATE_LIMIT_SEARCH: int(450, 1, 10_000_000),
-  API_RATE_LIMIT_COUNTS: int(300, 1, 10_000_000),
-  API_RATE_LIMIT_RULES: int(450, 1, 10_000_000),
-  API_RULE_CAP: int(1_000, 1, 1_000_000),
-  API_QUERY_MAX_LENGTH: int(1_024, 1, 4_096),
-  API_BODY_LIMIT_BYTES: int(1_048_576, 1_024, 16_777_216),
-  API_TOKEN_CACHE_MS: int(10_000, 0, 600_000),
-  /** Signs pagination tokens so an altered one is refused; set it equal on every api replica. */
-  API_TOKEN_SECRET: str('threadline-pagination'),
-  // --- filtered stream (packages/api/src/stream): GET /2/tweets/search/stream ---
-  /** A bare \r\n is sent after this long without traffic (X: 10 s; clients give up after ~20 s). */
-  API_STREAM_KEEPALIVE_MS: int(10_000, 10, 60_000),
-  /** Open filtered-stream connections per app (X: 1). */
-  API_STREAM_MAX_CONNECTIONS: int(1, 1, 10_000),
-  /** `cluster`: the connection limit is counted in Redis across api replicas; `instance`: per process. */
-  API_STREAM_CONNECTION_SCOPE: z
-    .enum(['cluster', 'instance'])
-    .optional()
-    .transform((v) => v ?? 'cluster'),
-  /** Bytes queued for one client past which it is cut off as a SlowReader (bounds memory). */
-  API_STREAM_MAX_BUFFER_BYTES: int(4 * 1024 * 1024, 1_024, 1_073_741_824),
-  /** Entries per XREAD of the `stored` stream. */
-  API_STREAM_READ_BATCH: int(500, 1, 10_000),
-  // --- simulator (packages/simulator): a synthetic X upstream, its world in memory ---
+
+  // --- writer ---
+  /** Batches one writer stores at once, each on its own Postgres connection. */
+  WRITER_CONCURRENCY: int(4, 1, 64),
+  /** How long the `stored` stream keeps entries (≥ 5 min, for `backfill_minutes`). */
+  STORED_STREAM_RETENTION_MS: int(600_000, 300_000, 86_400_000),
+
+  // --- delivery ---
+  /** `activity` jobs one delivery process turns into events at once. */
+  DELIVERY_CONCURRENCY: int(4, 1, 64),
+  /** Let webhooks target loopback/private addresses and plain http (development only). */
+  WEBHOOK_ALLOW_PRIVATE: bool(false),
+
+  // --- simulator (a synthetic X upstream for the demo, tests and benchmarks) ---
   SIMULATOR_HOST: str('127.0.0.1'),
   SIMULATOR_PORT: int(3100, 0, 65535),
-  SIMULATOR_SEED: int(42, 0, 2_147_483_647),
   /** New Posts per second (0: only on demand through POST /_sim/emit). */
   SIMULATOR_RATE: int(5, 0, 1_000_000),
   SIMULATOR_BEARER_TOKEN: str('simulator-token'),
-  SIMULATOR_KEEPALIVE_MS: int(20_000, 10, 600_000),
-  SIMULATOR_USERS: int(2_000, 1, 1_000_000),
-  SIMULATOR_HISTORY_POSTS: int(20_000, 0, 5_000_000),
-  SIMULATOR_HISTORY_DAYS: int(10, 1, 365),
-  /** Older Posts are forgotten past this many, bounding memory in long runs. */
-  SIMULATOR_MAX_POSTS: int(200_000, 1_000, 50_000_000),
-  SIMULATOR_MAX_STREAM_CONNECTIONS: int(1, 1, 100),
-  /** Requests per endpoint per 15 minutes before a 429. */
-  SIMULATOR_RATE_LIMIT: int(100_000, 1, 100_000_000),
-  // --- activity subscriptions, webhooks and delivery (packages/delivery) ---
-  /** Subscriptions per app (api.md §4.2). */
-  ACTIVITY_SUBSCRIPTION_CAP: int(1_500, 1, 1_000_000),
-  /** Webhooks per app. */
-  WEBHOOK_CAP: int(10, 1, 10_000),
-  /** Open `/2/activity/stream` connections per app. */
-  ACTIVITY_STREAM_MAX_CONNECTIONS: int(1, 1, 100),
-  /** How long the activity event stream keeps events (≥ 5 min, for `backfill_minutes`). */
-  ACTIVITY_STREAM_RETENTION_MS: int(600_000, 300_000, 86_400_000),
-  /** `activity` jobs one delivery instance turns into events at once. */
-  DELIVERY_CONCURRENCY: int(4, 1, 64),
-  /** Webhooks one delivery instance sends to at once (one request in flight per webhook). */
-  WEBHOOK_CONCURRENCY: int(32, 1, 1_024),
-  /** A webhook POST or CRC must complete within this (X: 10 s). */
-  WEBHOOK_TIMEOUT_MS: int(10_000, 10, 60_000),
-  /** Response bytes read from a webhook; a longer answer fails the request. */
-  WEBHOOK_RESPONSE_MAX_BYTES: int(65_536, 1_024, 10_485_760),
-  /** Tries per event before it is parked in webhook_failures. */
-  WEBHOOK_MAX_ATTEMPTS: int(6, 1, 100),
-  /** Retry n waits base × 3^(n-1): 30 s … 40 min, six tries over about an hour by default. */
-  WEBHOOK_RETRY_BASE_MS: int(30_000, 1, 3_600_000),
-  /** Periodic CRC re-check of every webhook… */
-  WEBHOOK_CRC_INTERVAL_MS: int(1_800_000, 100, 86_400_000),
-  /** …marking it invalid after this many failures in a row. */
-  WEBHOOK_CRC_MAX_FAILURES: int(3, 1, 100),
-  /** How often delivery looks for webhooks with events and no sender (recovery after a crash). */
-  WEBHOOK_SWEEP_MS: int(2_000, 10, 600_000),
-  // --- observability (packages/metrics, issue 8): Prometheus /metrics of every process ---
-  /** Port of the process's metrics server (GET /metrics); 0 disables it and the queue sampling. */
-  METRICS_PORT: int(9464, 0, 65535),
-  /** Address it listens on; 0.0.0.0 in containers so Prometheus can reach it. */
-  METRICS_HOST: str('127.0.0.1'),
-  /** How often queue depths and the oldest waiting job's age are read from BullMQ. */
-  METRICS_QUEUE_SAMPLE_MS: int(5_000, 100, 600_000),
-  // --- beyond one machine (issue 8): Redis Cluster, a Postgres read replica for the API ---
-  /** Seeds of a Redis Cluster (`host:port,host:port`); set → cluster mode, REDIS_URL lends auth/TLS. */
-  REDIS_CLUSTER_NODES: clusterNodes,
-  /** A streaming replica the API reads Posts from (lookup, search, counts); unset → DATABASE_URL. */
-  DATABASE_READ_URL: url(undefined, ['postgres:', 'postgresql:']),
-  // --- the test suites ---
-  /** X's OpenAPI document, which response-shape tests validate against; unset → found beside the checkout. */
-  X_OPENAPI_PATH: optionalStr,
 })
 
 export type Config = z.output<typeof envSchema>

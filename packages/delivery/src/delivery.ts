@@ -32,7 +32,6 @@ import type { Logger } from '@threadline/logger'
 import type { DeliveryMetrics } from '@threadline/metrics'
 import {
   activityJobSchema,
-  closeRedis,
   createQueue,
   createWorker,
   enqueueWebhookDrain,
@@ -40,9 +39,9 @@ import {
   webhooksJobSchema,
   type ActivityJob,
   type Job,
-  type Redis,
   type WebhooksJob,
 } from '@threadline/queue'
+import { closeRedis, type Redis } from '@threadline/redis'
 import { once, repeatEvery, withDeadline, type Repeating, type Service } from '@threadline/runtime'
 
 export interface DeliveryOptions {

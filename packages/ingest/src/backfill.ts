@@ -1,12 +1,7 @@
 import { ensureBackfills, getBackfill, updateBackfill, type Db } from '@threadline/db'
 import type { Logger } from '@threadline/logger'
-import {
-  UnrecoverableError,
-  createQueue,
-  createWorker,
-  type Job,
-  type Redis,
-} from '@threadline/queue'
+import { UnrecoverableError, createQueue, createWorker, type Job } from '@threadline/queue'
+import { type Redis } from '@threadline/redis'
 import { UpstreamHttpError, type Page, type RateLimit, type UpstreamClient } from './upstream.js'
 
 export interface BackfillJob {

@@ -2,7 +2,9 @@ import type { Config } from '@threadline/config'
 import { openServiceDb } from '@threadline/db'
 import type { Logger } from '@threadline/logger'
 import type { Metrics } from '@threadline/metrics'
-import { createRedis } from '@threadline/queue'
+import { POSTS_BATCH_MAX_BYTES, POSTS_BATCH_MAX_LINES } from '@threadline/queue'
+import { createRedis } from '@threadline/redis'
+import { X_BACKOFF } from './backoff.js'
 import { createIngest, type Ingest, type IngestOptions } from './ingest.js'
 
 export class MissingUpstreamError extends Error {
@@ -14,32 +16,47 @@ export class MissingUpstreamError extends Error {
   }
 }
 
-/** The ingest's options as configuration gives them. */
-export function ingestOptionsFromConfig(config: Config, upstreamUrl: string): IngestOptions {
+/** A partial batch is queued after this long (bounds a Post's wait at low rates). */
+const BATCH_MAX_MS = 100
+/** Full rule reconcile against the upstream's rule list, besides LISTEN (repairs drift). */
+const RECONCILE_MS = 60_000
+/** Coalesces a burst of rule changes into one upstream call. */
+const RULES_DEBOUNCE_MS = 200
+/** No byte for this long (X sends a keep-alive every 20 s) → reconnect. */
+const STALL_MS = 30_000
+/** After a 409 (no rules upstream), how often to look again when no rule change arrives. */
+const NO_RULES_RETRY_MS = 5_000
+/** The leader lease that gives one replica the stream connection; renewed every third of it. */
+const LEASE_MS = 15_000
+/** The longest single wait on upstream rate limits inside a backfill job. */
+const BACKFILL_MAX_WAIT_MS = 900_000
+/**
+ * The ingest's options: what configuration sets, the constants above for the rest, and `tuning`
+ * (tests shorten timings through it).
+ */
+export function ingestOptionsFromConfig(
+  config: Config,
+  upstreamUrl: string,
+  tuning: Partial<IngestOptions> = {},
+): IngestOptions {
   return {
     upstreamUrl,
     upstreamBearerToken: config.UPSTREAM_BEARER_TOKEN,
     search: config.UPSTREAM_SEARCH,
-    batchMaxItems: config.BATCH_MAX_ITEMS,
-    batchMaxMs: config.BATCH_MAX_MS,
-    batchMaxBytes: config.BATCH_MAX_BYTES,
-    reconcileMs: config.INGEST_RECONCILE_MS,
-    rulesDebounceMs: config.INGEST_RULES_DEBOUNCE_MS,
-    stallMs: config.INGEST_STALL_MS,
+    batchMaxItems: POSTS_BATCH_MAX_LINES,
+    batchMaxMs: BATCH_MAX_MS,
+    batchMaxBytes: POSTS_BATCH_MAX_BYTES,
+    reconcileMs: RECONCILE_MS,
+    rulesDebounceMs: RULES_DEBOUNCE_MS,
+    stallMs: STALL_MS,
     backfillMinutes: config.INGEST_BACKFILL_MINUTES,
-    noRulesRetryMs: config.INGEST_NO_RULES_RETRY_MS,
-    backoff: {
-      networkStepMs: config.INGEST_NETWORK_BACKOFF_STEP_MS,
-      networkMaxMs: config.INGEST_NETWORK_BACKOFF_MAX_MS,
-      httpMs: config.INGEST_HTTP_BACKOFF_MS,
-      httpMaxMs: config.INGEST_HTTP_BACKOFF_MAX_MS,
-      rateLimitMs: config.INGEST_RATE_LIMIT_BACKOFF_MS,
-      rateLimitMaxMs: config.INGEST_RATE_LIMIT_BACKOFF_MAX_MS,
-    },
-    leaseMs: config.INGEST_LEASE_MS,
+    noRulesRetryMs: NO_RULES_RETRY_MS,
+    backoff: X_BACKOFF,
+    leaseMs: LEASE_MS,
     backfillConcurrency: config.INGEST_BACKFILL_CONCURRENCY,
-    backfillMaxWaitMs: config.INGEST_BACKFILL_MAX_WAIT_MS,
+    backfillMaxWaitMs: BACKFILL_MAX_WAIT_MS,
     shutdownTimeoutMs: config.SHUTDOWN_TIMEOUT_MS,
+    ...tuning,
   }
 }
 
@@ -56,9 +73,10 @@ export async function ingestFromConfig(
 ): Promise<Ingest> {
   const upstreamUrl = overrides.upstreamUrl ?? config.UPSTREAM_URL
   if (!upstreamUrl) throw new MissingUpstreamError()
+  const options = ingestOptionsFromConfig(config, upstreamUrl, overrides.options)
   const db = await openServiceDb({
     url: config.DATABASE_URL,
-    poolMax: Math.max(config.INGEST_BACKFILL_CONCURRENCY + 3, 4),
+    poolMax: Math.max(options.backfillConcurrency + 3, 4),
     applicationName: 'threadline-ingest',
     logger,
   })
@@ -67,9 +85,9 @@ export async function ingestFromConfig(
     databaseUrl: config.DATABASE_URL,
     redis: createRedis(config, 'producer', 'ingest'),
     workerRedis: createRedis(config, 'worker', 'ingest-backfill'),
-    prefix: config.QUEUE_PREFIX,
+    prefix: config.REDIS_PREFIX,
     logger,
     metrics: metrics?.ingest(),
-    options: { ...ingestOptionsFromConfig(config, upstreamUrl), ...overrides.options },
+    options,
   })
 }

@@ -2,15 +2,8 @@ import { randomUUID } from 'node:crypto'
 import type { Db } from '@threadline/db'
 import type { Logger } from '@threadline/logger'
 import type { IngestMetrics } from '@threadline/metrics'
-import {
-  addPostsBatch,
-  closeRedis,
-  createLease,
-  createQueue,
-  type Lease,
-  type PostsJob,
-  type Redis,
-} from '@threadline/queue'
+import { addPostsBatch, createQueue, type PostsJob } from '@threadline/queue'
+import { closeRedis, createLease, type Lease, type Redis } from '@threadline/redis'
 import { once, type Service } from '@threadline/runtime'
 import type { BackoffPolicy } from './backoff.js'
 import { Batcher } from './batcher.js'

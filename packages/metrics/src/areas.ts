@@ -7,7 +7,7 @@ import { Counter, Gauge, Histogram, type Registry } from 'prom-client'
 
 /** Seconds, from 1 ms to 30 s: a batch transaction, an HTTP request, a webhook POST. */
 const LATENCY_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30]
-/** Lines per `posts` job: one backfill page … BATCH_MAX_ITEMS and beyond (imports). */
+/** Lines per `posts` job: one backfill page … POSTS_BATCH_MAX_LINES. */
 const BATCH_BUCKETS = [1, 5, 10, 25, 50, 100, 250, 500, 1_000, 2_500, 5_000, 10_000]
 
 export interface WriterBatch {

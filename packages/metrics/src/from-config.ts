@@ -1,10 +1,14 @@
 import type { Config } from '@threadline/config'
 import type { Logger } from '@threadline/logger'
-import { closeRedis, createRedis, type QueueName, type Redis } from '@threadline/queue'
+import { type QueueName } from '@threadline/queue'
+import { closeRedis, createRedis, type Redis } from '@threadline/redis'
 import { once, type Service } from '@threadline/runtime'
 import { createMetrics, type Metrics } from './metrics.js'
 import { createQueueSampler, type QueueSampler } from './queue-sampler.js'
 import { startMetricsServer, type MetricsServer } from './server.js'
+
+/** How often queue depths and the oldest waiting job's age are read from BullMQ. */
+const QUEUE_SAMPLE_MS = 5_000
 
 /** The queues each role works on, whose depth and age its process samples. */
 export const ROLE_QUEUES: Record<string, readonly QueueName[]> = {
@@ -36,6 +40,7 @@ export function metricsFromConfig(
   config: Config,
   logger: Logger,
   roles: readonly string[],
+  tuning: { queueSampleMs?: number } = {},
 ): ProcessMetrics {
   const log = logger.child({ component: 'metrics' })
   const metrics = createMetrics({ labels: { roles: [...roles].sort().join(',') } })
@@ -71,9 +76,9 @@ export function metricsFromConfig(
       sampler = createQueueSampler({
         registry: metrics.registry,
         redis,
-        prefix: config.QUEUE_PREFIX,
+        prefix: config.REDIS_PREFIX,
         queues,
-        intervalMs: config.METRICS_QUEUE_SAMPLE_MS,
+        intervalMs: tuning.queueSampleMs ?? QUEUE_SAMPLE_MS,
         logger,
       })
       sampler.start()

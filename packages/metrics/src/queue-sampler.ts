@@ -1,6 +1,7 @@
 import { Counter, Gauge, type Registry } from 'prom-client'
 import type { Logger } from '@threadline/logger'
-import { createQueue, queueStats, type QueueName, type Redis } from '@threadline/queue'
+import { createQueue, queueStats, type QueueName } from '@threadline/queue'
+import { type Redis } from '@threadline/redis'
 import { withDeadline } from '@threadline/runtime'
 
 export interface QueueSamplerDeps {

@@ -14,7 +14,7 @@
  * `in_reply_to_user_id`; an all-digit value matches the id or a username of those digits.
  */
 export type { Ast, HasValue, IdField, IsValue } from './ast.js'
-export { parseQuery, type ParseResult, type ParseOptions } from './parse.js'
+export { DEFAULT_MAX_LENGTH, parseQuery, type ParseResult, type ParseOptions } from './parse.js'
 export { compileSql } from './sql.js'
 export { compileMatcher, compileView, type ViewPredicate } from './matcher.js'
 export { viewOf, type PostView } from './view.js'

@@ -1,6 +1,11 @@
 import type { Queue } from 'bullmq'
-import { throwFirstError, type Redis } from './connection.js'
-import { tailStream, type RawEntries, type StreamTail } from './tail-stream.js'
+import {
+  throwFirstError,
+  type Redis,
+  tailStream,
+  type RawEntries,
+  type StreamTail,
+} from '@threadline/redis'
 import { z } from 'zod'
 import type { Logger } from '@threadline/logger'
 import { createQueue } from './queues.js'

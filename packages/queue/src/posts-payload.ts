@@ -1,8 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import type { Job, Queue } from 'bullmq'
-import { isCluster, throwFirstError, type Redis } from './connection.js'
+import { isCluster, scriptCommand, throwFirstError, type Redis } from '@threadline/redis'
 import type { PostsJob } from './queues.js'
-import { scriptCommand } from './script.js'
 
 /**
  * A `posts` batch travels beside its job (a claim check): its lines are a Redis list, one element a

@@ -6,12 +6,19 @@ import {
   type JobsOptions,
   type Processor,
 } from 'bullmq'
-import { isCluster, type Redis } from './connection.js'
+import { isCluster, type Redis } from '@threadline/redis'
 import { z } from 'zod'
 import type { Logger } from '@threadline/logger'
 
 export { UnrecoverableError }
 export type { Job } from 'bullmq'
+
+/**
+ * The most lines and bytes one `posts` job carries: the ingest and the import cut batches there. A
+ * batch is one transaction; larger ones hold row locks longer without storing faster.
+ */
+export const POSTS_BATCH_MAX_LINES = 500
+export const POSTS_BATCH_MAX_BYTES = 4 * 1024 * 1024
 
 /**
  * A batch of raw upstream lines (stream lines, response pages, twarc2 output) for the writer. The

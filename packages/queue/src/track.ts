@@ -1,5 +1,5 @@
 import { QueueEvents, type Queue } from 'bullmq'
-import type { Redis } from './connection.js'
+import type { Redis } from '@threadline/redis'
 
 export interface TrackedOutcome<R> {
   id: string

@@ -1,24 +1,40 @@
 import type { Config } from '@threadline/config'
 import type { Logger } from '@threadline/logger'
-import { createSimulator, type Simulator } from './simulator.js'
+import { createSimulator, type Simulator, type SimulatorOptions } from './simulator.js'
+import type { WorldOptions } from './world.js'
 
-/** Builds a simulator from configuration (SIMULATOR_* variables). */
-export function simulatorFromConfig(config: Config, logger: Logger): Simulator {
+/** The world's seed: the same seed gives the same users, conversations and Posts. */
+const SEED = 42
+/** A keep-alive on the stream after this long without a Post (X: 20 s). */
+const KEEPALIVE_MS = 20_000
+const MAX_STREAM_CONNECTIONS = 1
+/** Requests per endpoint per 15 minutes before a 429. */
+const RATE_LIMIT = 100_000
+/** The world: users, the history backfills find, and how many Posts it remembers (bounds memory). */
+const WORLD = { users: 2_000, historyPosts: 20_000, historyDays: 10, maxPosts: 200_000 }
+
+/** What tests may change besides configuration: the world's size, timings, limits. */
+export type SimulatorTuning = Partial<Omit<SimulatorOptions, 'world'>> & {
+  world?: Omit<WorldOptions, 'seed'>
+}
+
+/** Builds a simulator from configuration (SIMULATOR_* variables) and the constants above. */
+export function simulatorFromConfig(
+  config: Config,
+  logger: Logger,
+  tuning: SimulatorTuning = {},
+): Simulator {
   return createSimulator({
     host: config.SIMULATOR_HOST,
     port: config.SIMULATOR_PORT,
-    seed: config.SIMULATOR_SEED,
+    seed: SEED,
     rate: config.SIMULATOR_RATE,
     bearerToken: config.SIMULATOR_BEARER_TOKEN,
-    keepAliveMs: config.SIMULATOR_KEEPALIVE_MS,
-    maxStreamConnections: config.SIMULATOR_MAX_STREAM_CONNECTIONS,
-    rateLimit: config.SIMULATOR_RATE_LIMIT,
-    world: {
-      users: config.SIMULATOR_USERS,
-      historyPosts: config.SIMULATOR_HISTORY_POSTS,
-      historyDays: config.SIMULATOR_HISTORY_DAYS,
-      maxPosts: config.SIMULATOR_MAX_POSTS,
-    },
+    keepAliveMs: KEEPALIVE_MS,
+    maxStreamConnections: MAX_STREAM_CONNECTIONS,
+    rateLimit: RATE_LIMIT,
     logger,
+    ...tuning,
+    world: { ...WORLD, ...tuning.world },
   })
 }

@@ -10,7 +10,7 @@ import {
   type Db,
 } from '@threadline/db'
 import { silentLogger, type Logger } from '@threadline/logger'
-import { closeRedis, createRedis, deleteByPrefix, type Redis } from '@threadline/queue'
+import { closeRedis, createRedis, deleteByPrefix, type Redis } from '@threadline/redis'
 
 export interface TestEnv {
   /** A URL whose search_path is this file's own schema. */
@@ -49,7 +49,7 @@ export async function createTestEnv(overrides: Record<string, string> = {}): Pro
   const env = {
     DATABASE_URL: databaseUrl,
     REDIS_URL: redisUrl,
-    QUEUE_PREFIX: prefix,
+    REDIS_PREFIX: prefix,
     LOG_LEVEL: 'silent',
     // Test processes would all compete for the default metrics port; tests that scrape set one.
     METRICS_PORT: '0',

@@ -2,8 +2,36 @@ import type { Config } from '@threadline/config'
 import { openServiceDb } from '@threadline/db'
 import type { Logger } from '@threadline/logger'
 import type { Metrics } from '@threadline/metrics'
-import { createRedis } from '@threadline/queue'
+import { createRedis } from '@threadline/redis'
 import { createWriter, type Writer, type WriterOptions } from './writer.js'
+
+/**
+ * BullMQ's job lock: a killed writer's batch is retried once its lock lapses. Long enough that a
+ * busy event loop renews it in time; stalled batches are looked for as often.
+ */
+const LOCK_MS = 30_000
+const STALLED_INTERVAL_MS = 30_000
+/** A batch that keeps killing its writer is failed (and kept) rather than retried for ever. */
+const MAX_STALLED = 20
+/** How often to delete `posts` payloads whose job never came (an add that died half way). */
+const PAYLOAD_SWEEP_MS = 600_000
+
+/**
+ * The writer's options: what configuration sets, the constants above for the rest, and `tuning`
+ * (tests shorten timings through it).
+ */
+export function writerOptions(config: Config, tuning: Partial<WriterOptions> = {}): WriterOptions {
+  return {
+    concurrency: config.WRITER_CONCURRENCY,
+    lockDuration: LOCK_MS,
+    stalledInterval: STALLED_INTERVAL_MS,
+    maxStalledCount: MAX_STALLED,
+    streamRetentionMs: config.STORED_STREAM_RETENTION_MS,
+    shutdownTimeoutMs: config.SHUTDOWN_TIMEOUT_MS,
+    payloadSweepMs: PAYLOAD_SWEEP_MS,
+    ...tuning,
+  }
+}
 
 /**
  * Builds a writer and the clients it owns from configuration. Refuses a schema that is behind.
@@ -13,32 +41,21 @@ export async function writerFromConfig(
   config: Config,
   logger: Logger,
   metrics?: Metrics,
+  tuning?: Partial<WriterOptions>,
 ): Promise<Writer> {
+  const options = writerOptions(config, tuning)
   const db = await openServiceDb({
     url: config.DATABASE_URL,
-    poolMax: Math.max(config.WRITER_CONCURRENCY + 2, 4),
+    poolMax: Math.max(options.concurrency + 2, 4),
     applicationName: 'threadline-writer',
     logger,
   })
   return createWriter({
     db,
     redis: createRedis(config, 'worker', 'writer'),
-    prefix: config.QUEUE_PREFIX,
+    prefix: config.REDIS_PREFIX,
     logger,
     metrics: metrics?.writer(),
-    options: writerOptions(config),
+    options,
   })
-}
-
-/** The writer's options from configuration (`loadConfig({})`: production's defaults). */
-export function writerOptions(config: Config): WriterOptions {
-  return {
-    concurrency: config.WRITER_CONCURRENCY,
-    lockDuration: config.WRITER_LOCK_MS,
-    stalledInterval: config.WRITER_STALLED_INTERVAL_MS,
-    maxStalledCount: config.WRITER_MAX_STALLED,
-    streamRetentionMs: config.STORED_STREAM_RETENTION_MS,
-    shutdownTimeoutMs: config.SHUTDOWN_TIMEOUT_MS,
-    payloadSweepMs: config.PAYLOAD_SWEEP_MS,
-  }
 }

@@ -11,7 +11,6 @@ import { normalizeLines, type NormalizedBatch } from '@threadline/domain'
 import type { Logger } from '@threadline/logger'
 import type { WriterMetrics } from '@threadline/metrics'
 import {
-  closeRedis,
   createActivityQueue,
   createPayloadSweeper,
   createQueue,
@@ -20,13 +19,11 @@ import {
   enqueueActivity,
   loadPostsLines,
   postsJobSchema,
-  publishStored,
   type Job,
   type PostsJob,
   type PostsJobResult,
-  type Redis,
-  type StoredEntry,
 } from '@threadline/queue'
+import { closeRedis, publishStored, type Redis, type StoredEntry } from '@threadline/redis'
 import { once, repeatEvery, withDeadline, type Repeating, type Service } from '@threadline/runtime'
 import { coalesced } from './coalesce.js'
 

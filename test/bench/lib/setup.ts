@@ -7,7 +7,7 @@ import {
   withSearchPath,
   type Db,
 } from '@threadline/db'
-import { closeRedis, createRedis, deleteByPrefix } from '@threadline/queue'
+import { closeRedis, createRedis, deleteByPrefix } from '@threadline/redis'
 import { resolveTestServices, type TestServices } from '@threadline/testing'
 import { loadConfig } from '@threadline/config'
 import { writerOptions, type WriterOptions } from '@threadline/writer'

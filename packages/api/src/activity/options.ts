@@ -26,14 +26,15 @@ export const DEFAULT_ACTIVITY_OPTIONS: ActivityApiOptions = {
   maxBufferedBytes: 1_048_576,
 }
 
-export function activityOptionsFromConfig(config: Config): ActivityApiOptions {
+export function activityOptionsFromConfig(
+  config: Config,
+  tuning: Partial<ActivityApiOptions> = {},
+): ActivityApiOptions {
   return {
     ...DEFAULT_ACTIVITY_OPTIONS,
     subscriptionCap: config.ACTIVITY_SUBSCRIPTION_CAP,
     webhookCap: config.WEBHOOK_CAP,
     allowPrivate: config.WEBHOOK_ALLOW_PRIVATE,
-    crcTimeoutMs: config.WEBHOOK_TIMEOUT_MS,
-    maxResponseBytes: config.WEBHOOK_RESPONSE_MAX_BYTES,
-    streamMaxConnections: config.ACTIVITY_STREAM_MAX_CONNECTIONS,
+    ...tuning,
   }
 }

@@ -14,13 +14,8 @@ import {
   updateSubscription,
 } from '@threadline/db'
 import { isId } from '@threadline/domain'
-import {
-  activityStreamKey,
-  createConnectionSlots,
-  readActivity,
-  type ActivityReader,
-  type Redis,
-} from '@threadline/queue'
+import { activityStreamKey, readActivity, type ActivityReader } from '@threadline/queue'
+import { createConnectionSlots, type Redis } from '@threadline/redis'
 import { InvalidRequestError, PROBLEM_BASE, invalidRequest } from '../errors.js'
 import { parseParams, queryEntries, type EndpointParams, type ParsedParams } from '../params.js'
 import { StreamRegistry, type StreamConnection } from '../stream/connection.js'

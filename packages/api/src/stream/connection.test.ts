@@ -2,7 +2,7 @@ import { EventEmitter } from 'node:events'
 import type { ServerResponse } from 'node:http'
 import type { FastifyReply } from 'fastify'
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
-import type { ConnectionSlots } from '@threadline/queue'
+import type { ConnectionSlots } from '@threadline/redis'
 import { ApiError } from '../errors.js'
 import { disconnectLine, StreamConnection, StreamRegistry } from './connection.js'
 

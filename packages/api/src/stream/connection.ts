@@ -1,7 +1,7 @@
 import type { ServerResponse } from 'node:http'
 import type { FastifyReply } from 'fastify'
 import type { Logger } from '@threadline/logger'
-import type { ConnectionSlots } from '@threadline/queue'
+import type { ConnectionSlots } from '@threadline/redis'
 import { ApiError, PROBLEM_BASE } from '../errors.js'
 
 /**

@@ -1,15 +1,26 @@
 import type { Config } from '@threadline/config'
 import type { FilteredStreamOptions } from './route.js'
 
-/** The filtered stream's options from configuration (API_STREAM_*). */
-export function filteredStreamOptions(config: Config): FilteredStreamOptions {
+/** A bare `\r\n` after this long without traffic (X: 10 s; clients give up after ≈ 20 s). */
+const KEEPALIVE_MS = 10_000
+/** Bytes queued for one client past which it is cut off as a SlowReader (bounds memory). */
+const MAX_BUFFERED_BYTES = 4 * 1024 * 1024
+/** Entries per XREAD of the `stored` stream. */
+const READ_BATCH = 500
+
+/** The filtered stream's options: the connection limit from configuration, constants for the rest. */
+export function filteredStreamOptions(
+  config: Config,
+  tuning: Partial<FilteredStreamOptions> = {},
+): FilteredStreamOptions {
   return {
-    prefix: config.QUEUE_PREFIX,
+    prefix: config.REDIS_PREFIX,
     databaseUrl: config.DATABASE_URL,
-    readBatch: config.API_STREAM_READ_BATCH,
-    keepAliveMs: config.API_STREAM_KEEPALIVE_MS,
+    readBatch: READ_BATCH,
+    keepAliveMs: KEEPALIVE_MS,
     maxConnectionsPerApp: config.API_STREAM_MAX_CONNECTIONS,
-    maxBufferedBytes: config.API_STREAM_MAX_BUFFER_BYTES,
-    connectionScope: config.API_STREAM_CONNECTION_SCOPE,
+    maxBufferedBytes: MAX_BUFFERED_BYTES,
+    connectionScope: 'cluster',
+    ...tuning,
   }
 }

@@ -8,7 +8,7 @@ import {
   type Redis,
   type StoredMessage,
   type StoredReader,
-} from '@threadline/queue'
+} from '@threadline/redis'
 import type { StreamConnection } from './connection.js'
 import { parseStreamPost, renderStreamPosts, type StreamPost } from './render-stream.js'
 

@@ -7,13 +7,14 @@ import { assertSchemaCurrent, createDb } from '@threadline/db'
 import type { Logger } from '@threadline/logger'
 import {
   addPostsBatch,
-  closeRedis,
   createQueue,
-  createRedis,
   JobTracker,
   type PostsJob,
   type PostsJobResult,
+  POSTS_BATCH_MAX_BYTES,
+  POSTS_BATCH_MAX_LINES,
 } from '@threadline/queue'
+import { closeRedis, createRedis } from '@threadline/redis'
 import { writerFromConfig } from '@threadline/writer'
 import { reachRedis } from '../failure.js'
 import { err, out, Progress, UsageError } from '../output.js'
@@ -67,7 +68,7 @@ export async function importFiles(
   }
   const queue = createQueue<PostsJob, PostsJobResult>('posts', {
     connection: redis,
-    prefix: config.QUEUE_PREFIX,
+    prefix: config.REDIS_PREFIX,
     logger,
   })
   const summary: ImportSummary = {
@@ -110,7 +111,7 @@ export async function importFiles(
       const flush = async () => {
         if (batch.length === 0) return
         const observedAt = new Date(started + summary.jobs).toISOString()
-        const job = await addPostsBatch(queue, redis, config.QUEUE_PREFIX, {
+        const job = await addPostsBatch(queue, redis, config.REDIS_PREFIX, {
           source,
           observed_at: observedAt,
           lines: batch,
@@ -126,7 +127,7 @@ export async function importFiles(
         summary.lines += 1
         batch.push(line)
         batchBytes += line.length
-        if (batch.length >= config.BATCH_MAX_ITEMS || batchBytes >= config.BATCH_MAX_BYTES)
+        if (batch.length >= POSTS_BATCH_MAX_LINES || batchBytes >= POSTS_BATCH_MAX_BYTES)
           await flush()
         progress.update(
           readBytes / Math.max(totalBytes, 1),

@@ -4,14 +4,9 @@ import { apiFromConfig, type ApiServer } from '@threadline/api'
 import { loadConfig } from '@threadline/config'
 import { addRules, createApp, sql } from '@threadline/db'
 import { createMetrics, createQueueSampler, metricsFromConfig } from '@threadline/metrics'
-import { ingestFromConfig } from '@threadline/ingest'
-import {
-  addPostsBatch,
-  createQueue,
-  createRedis,
-  type PostsJob,
-  type PostsJobResult,
-} from '@threadline/queue'
+import { ingestFromConfig, X_BACKOFF } from '@threadline/ingest'
+import { addPostsBatch, createQueue, type PostsJob, type PostsJobResult } from '@threadline/queue'
+import { createRedis } from '@threadline/redis'
 import { withDeadline } from '@threadline/runtime'
 import { createSimulator } from '@threadline/simulator'
 import { createTestEnv, generateConversation, waitFor, type TestEnv } from '@threadline/testing'
@@ -69,9 +64,10 @@ describe('metrics of a writer and an API in one process', () => {
       ...env.env,
       PORT: '0',
       METRICS_PORT: String(metricsPort),
-      METRICS_QUEUE_SAMPLE_MS: '100',
     })
-    const processMetrics = metricsFromConfig(config, env.logger, ['writer', 'api'])
+    const processMetrics = metricsFromConfig(config, env.logger, ['writer', 'api'], {
+      queueSampleMs: 100,
+    })
     await processMetrics.start()
     env.defer(() => processMetrics.close())
     const writer = await writerFromConfig(config, env.logger, processMetrics.metrics)
@@ -304,15 +300,24 @@ describe('ingest metrics against the simulator', () => {
       METRICS_PORT: '0',
       UPSTREAM_BEARER_TOKEN: token,
       UPSTREAM_SEARCH: 'all',
-      BATCH_MAX_MS: '20',
-      INGEST_RECONCILE_MS: '500',
-      INGEST_RULES_DEBOUNCE_MS: '20',
-      INGEST_NETWORK_BACKOFF_STEP_MS: '20',
-      INGEST_NO_RULES_RETRY_MS: '200',
-      INGEST_LEASE_MS: '1500',
     })
     const metrics = createMetrics({ defaultMetrics: false })
-    const ingest = await ingestFromConfig(config, env.logger, { upstreamUrl: sim.url }, metrics)
+    const ingest = await ingestFromConfig(
+      config,
+      env.logger,
+      {
+        upstreamUrl: sim.url,
+        options: {
+          batchMaxMs: 20,
+          reconcileMs: 500,
+          rulesDebounceMs: 20,
+          backoff: { ...X_BACKOFF, networkStepMs: 20 },
+          noRulesRetryMs: 200,
+          leaseMs: 1_500,
+        },
+      },
+      metrics,
+    )
     env.defer(() => ingest.close())
     await ingest.start()
     const value = async (name: string, labels: Record<string, string> = {}) => {

@@ -27,7 +27,7 @@ export async function rulesCommand(
       if (!value) throw new UsageError(USAGE)
       // The same parser as the API's rules endpoint: a rule the upstream and the matcher cannot read
       // is refused here, with X's wording.
-      const parsed = parseQuery(value, { maxLength: config.API_QUERY_MAX_LENGTH })
+      const parsed = parseQuery(value)
       if (!parsed.ok) throw new UsageError(`invalid rule: ${parsed.errors.join(', ')}`)
       const result = await addRules(db, appId, [{ value, tag: values.tag }], {
         cap: config.API_RULE_CAP,

@@ -1,29 +1,45 @@
 import type { Config } from '@threadline/config'
 import { addRules, createDb, demoApp, sql } from '@threadline/db'
-import { apiFromConfig } from '@threadline/api'
-import { deliveryFromConfig } from '@threadline/delivery'
-import { ingestFromConfig } from '@threadline/ingest'
+import { apiFromConfig, type ApiTuning } from '@threadline/api'
+import { deliveryFromConfig, type DeliveryOptions } from '@threadline/delivery'
+import { ingestFromConfig, type IngestOptions } from '@threadline/ingest'
 import type { Logger } from '@threadline/logger'
 import { metricsFromConfig, type Metrics } from '@threadline/metrics'
-import { closeRedis, createQueue, createRedis } from '@threadline/queue'
+import { createQueue } from '@threadline/queue'
+import { closeRedis, createRedis } from '@threadline/redis'
 import { runUntilSignal, type Service } from '@threadline/runtime'
-import { simulatorFromConfig, type Simulator } from '@threadline/simulator'
-import { writerFromConfig } from '@threadline/writer'
+import { simulatorFromConfig, type Simulator, type SimulatorTuning } from '@threadline/simulator'
+import { writerFromConfig, type WriterOptions } from '@threadline/writer'
 import { err, UsageError } from '../output.js'
 import { migrate } from './migrate.js'
+
+/**
+ * What tests may change besides configuration, per role: internal timings and sizes that are
+ * constants in production (a writer's job lock, the ingest's reconnect steps, …).
+ */
+export interface RoleTuning {
+  api?: ApiTuning
+  ingest?: Partial<IngestOptions>
+  writer?: Partial<WriterOptions>
+  delivery?: Partial<DeliveryOptions>
+  simulator?: SimulatorTuning
+  metrics?: { queueSampleMs?: number }
+}
 
 /** What a role needs besides configuration: the built-in simulator's URL, when one runs. */
 interface RoleContext {
   simulator?: Simulator
   /** The process's one metrics registry, shared by every role it runs. */
   metrics?: Metrics
+  tuning: RoleTuning
 }
 
 type RoleFactory = (config: Config, logger: Logger, ctx: RoleContext) => Promise<Service>
 
 /** Every role `threadline start` can run; one codebase, several deployables. */
 export const ROLES: Record<string, RoleFactory> = {
-  api: (config, logger, ctx) => apiFromConfig(config, logger.child({ role: 'api' }), ctx.metrics),
+  api: (config, logger, ctx) =>
+    apiFromConfig(config, logger.child({ role: 'api' }), ctx.metrics, ctx.tuning.api),
   ingest: (config, logger, ctx) =>
     ingestFromConfig(
       config,
@@ -31,15 +47,20 @@ export const ROLES: Record<string, RoleFactory> = {
       ctx.simulator
         ? {
             upstreamUrl: ctx.simulator.url,
-            options: { upstreamBearerToken: config.SIMULATOR_BEARER_TOKEN },
+            options: { upstreamBearerToken: config.SIMULATOR_BEARER_TOKEN, ...ctx.tuning.ingest },
           }
-        : {},
+        : { options: ctx.tuning.ingest },
       ctx.metrics,
     ),
   writer: (config, logger, ctx) =>
-    writerFromConfig(config, logger.child({ role: 'writer' }), ctx.metrics),
+    writerFromConfig(config, logger.child({ role: 'writer' }), ctx.metrics, ctx.tuning.writer),
   delivery: (config, logger, ctx) =>
-    deliveryFromConfig(config, logger.child({ role: 'delivery' }), ctx.metrics),
+    deliveryFromConfig(
+      config,
+      logger.child({ role: 'delivery' }),
+      ctx.metrics,
+      ctx.tuning.delivery,
+    ),
 }
 
 export function parseRoles(value: string | undefined): string[] {
@@ -65,7 +86,7 @@ export function parseRoles(value: string | undefined): string[] {
 function demo(config: Config, logger: Logger, simulator: Simulator | undefined): Service {
   const db = createDb({ url: config.DATABASE_URL, poolMax: 2, applicationName: 'threadline-demo' })
   const redis = createRedis(config, 'producer', 'demo')
-  const queue = createQueue('posts', { connection: redis, prefix: config.QUEUE_PREFIX, logger })
+  const queue = createQueue('posts', { connection: redis, prefix: config.REDIS_PREFIX, logger })
   let timer: NodeJS.Timeout | undefined
   return {
     async start() {
@@ -135,16 +156,21 @@ export async function start(
   config: Config,
   logger: Logger,
   options: { roles: string[]; migrate: boolean; simulate: boolean; demo: boolean },
+  tuning: RoleTuning = {},
 ): Promise<void> {
   if (options.migrate || options.demo) await migrate(config)
   // First in, last out: /metrics answers while the roles start and stop (METRICS_PORT=0: off).
-  const processMetrics = metricsFromConfig(config, logger, options.roles)
+  const processMetrics = metricsFromConfig(config, logger, options.roles, tuning.metrics)
   const services: Service[] = [processMetrics]
-  const ctx: RoleContext = { metrics: processMetrics.metrics }
+  const ctx: RoleContext = { metrics: processMetrics.metrics, tuning }
   const needsSimulator =
     options.simulate || (options.roles.includes('ingest') && !config.UPSTREAM_URL)
   if (needsSimulator) {
-    ctx.simulator = simulatorFromConfig(config, logger.child({ role: 'simulator' }))
+    ctx.simulator = simulatorFromConfig(
+      config,
+      logger.child({ role: 'simulator' }),
+      tuning.simulator,
+    )
     // The simulator must listen before the ingest connects to it.
     await ctx.simulator.start()
     services.push({ start: async () => {}, close: () => ctx.simulator!.close() })

@@ -7,13 +7,8 @@ import {
   type WebhookFailure,
 } from '@threadline/db'
 import type { Logger } from '@threadline/logger'
-import {
-  closeRedis,
-  createQueue,
-  createRedis,
-  enqueueWebhookDrain,
-  type Redis,
-} from '@threadline/queue'
+import { createQueue, enqueueWebhookDrain } from '@threadline/queue'
+import { closeRedis, createRedis, type Redis } from '@threadline/redis'
 import { reachRedis } from '../failure.js'
 import { appOption, out, UsageError } from '../output.js'
 
@@ -96,7 +91,7 @@ export async function webhooksCommand(
     const redis = createRedis(config, 'producer', 'cli')
     try {
       await reachRedis(redis, config)
-      out(JSON.stringify(await replayWebhooks(db, redis, config.QUEUE_PREFIX, logger, rest)))
+      out(JSON.stringify(await replayWebhooks(db, redis, config.REDIS_PREFIX, logger, rest)))
     } finally {
       await closeRedis(redis)
     }

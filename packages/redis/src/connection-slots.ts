@@ -14,7 +14,7 @@ redis.call('pexpire', KEYS[1], ARGV[5])
 return 1`
 
 export interface ConnectionSlotsOptions {
-  /** Key prefix (the deployment's QUEUE_PREFIX). */
+  /** Key prefix (the deployment's REDIS_PREFIX). */
   prefix: string
   /** A slot not refreshed for this long is free again (its instance died). */
   ttlMs?: number

@@ -1,0 +1,110 @@
+import { parseArgs } from 'node:util'
+import { ConfigError, loadConfig, type Config } from '@threadline/config'
+import { createLogger } from '@threadline/logger'
+import { appsCommand } from './commands/apps.js'
+import { importFiles, printSummary } from './commands/import.js'
+import { migrate } from './commands/migrate.js'
+import { rulesCommand } from './commands/rules.js'
+import { simulate } from './commands/simulate.js'
+import { parseRoles, start, type RoleTuning } from './commands/start.js'
+import { webhooksCommand } from './commands/webhooks.js'
+import { describeFailure } from './failure.js'
+import { err, UsageError } from './output.js'
+
+const HELP = `threadline — keeps whole conversations from X
+
+usage: threadline <command> [options]
+
+  migrate                          bring the database schema to the latest version
+  apps create --name NAME          create a client app; prints {"app_id","bearer_token","consumer_secret"}
+  rules add|list|delete --app ID   manage an app's stream rules
+  import FILE… [--no-wait]         feed NDJSON files (stream lines, search/lookup pages, twarc2) through the queue
+  start [--roles a,b] [--migrate] [--simulate] [--demo]
+                                   run roles in this process (default: all; the simulator too when
+                                   UPSTREAM_URL is unset); --demo is what "pnpm start" runs
+  simulate                         run the synthetic X upstream alone
+  webhooks failures [--app ID]     list parked webhook deliveries (one JSON object per line)
+  webhooks replay ID…              re-send parked deliveries
+
+Configuration comes from the environment (see README, "Configuration").`
+
+/** The configuration main() loaded, for describing a failure (undefined if it never loaded). */
+let loaded: Config | undefined
+
+async function main(argv: string[], tuning: RoleTuning): Promise<void> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      name: { type: 'string' },
+      app: { type: 'string' },
+      tag: { type: 'string' },
+      roles: { type: 'string' },
+      migrate: { type: 'boolean', default: false },
+      demo: { type: 'boolean', default: false },
+      simulate: { type: 'boolean', default: false },
+      'no-wait': { type: 'boolean', default: false },
+      help: { type: 'boolean', short: 'h', default: false },
+    },
+  })
+  const [command, ...args] = positionals
+  if (!command || values.help || command === 'help') {
+    err(HELP)
+    return
+  }
+  const config = loadConfig()
+  loaded = config
+  // Commands keep stdout for their results; logs go to stderr.
+  const logger = createLogger({
+    level: command === 'start' || command === 'simulate' ? config.LOG_LEVEL : 'warn',
+    name: command,
+  })
+  switch (command) {
+    case 'migrate':
+      return migrate(config)
+    case 'apps':
+      return appsCommand(config, args, values)
+    case 'rules':
+      return rulesCommand(config, args, values)
+    case 'import':
+      printSummary(await importFiles(config, logger, args, { wait: !values['no-wait'] }))
+      return
+    case 'start':
+      return start(
+        config,
+        logger,
+        {
+          roles: parseRoles(values.roles),
+          migrate: values.migrate,
+          simulate: values.simulate,
+          demo: values.demo,
+        },
+        tuning,
+      )
+    case 'simulate':
+      return simulate(config, logger, tuning.simulator)
+    case 'webhooks':
+      return webhooksCommand(config, logger, args, values)
+    default:
+      throw new UsageError(`unknown command "${command}"\n\n${HELP}`)
+  }
+}
+
+/**
+ * Runs the `threadline` command with `argv` (without node and the script), setting the process's
+ * exit code. `tuning` is for tests that run roles as processes with shorter timings.
+ */
+export async function runCli(argv: string[], tuning: RoleTuning = {}): Promise<void> {
+  await main(argv, tuning).catch((error: unknown) => {
+    if (error instanceof UsageError || error instanceof ConfigError) {
+      err(error.message)
+      process.exitCode = 2
+    } else if ((error as { code?: string }).code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION') {
+      err((error as Error).message)
+      process.exitCode = 2
+    } else {
+      err(`threadline: ${describeFailure(error, loaded)}`)
+      process.exitCode = 1
+    }
+  })
+}
