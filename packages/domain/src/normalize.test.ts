@@ -225,6 +225,26 @@ describe('normalizeLines', () => {
     ])
   })
 
+  it('leaves out included copies that skipIncluded names, never a primary Post', () => {
+    const line = JSON.stringify({
+      data: post('20'),
+      includes: { tweets: [post('10'), post('11')] },
+    })
+    const twarc = JSON.stringify({
+      ...post('30'),
+      referenced_tweets: [{ type: 'quoted', ...post('10') }],
+    })
+    const again = JSON.stringify({ data: post('10') })
+    const skipIncluded = (id: string) => id === '10' || id === '20' || id === '30'
+    const batch = normalizeLines([line, twarc, again], T, { skipIncluded })
+    expect(batch.posts.map((p) => [p.id, p.included])).toEqual([
+      ['20', false],
+      ['11', true],
+      ['30', false],
+      ['10', false],
+    ])
+  })
+
   it('derives created_at from a snowflake id when it is missing', () => {
     const batch = normalizeLines(
       [JSON.stringify({ data: { id: '1460323737035677698', text: 'x' } })],

@@ -194,7 +194,10 @@ export class BatchNormalizer {
   private empty = 0
   private mayHoldNul = true
 
-  constructor(private readonly observedAt: string) {}
+  constructor(
+    private readonly observedAt: string,
+    private readonly options: NormalizeOptions = {},
+  ) {}
 
   addLine(line: string): void {
     let parsed: unknown
@@ -267,6 +270,8 @@ export class BatchNormalizer {
   }
 
   private addPost(post: unknown, primary: boolean, line: string): void {
+    const skip = this.options.skipIncluded
+    if (!primary && skip && isObj(post) && isId(post.id) && skip(post.id)) return
     try {
       const row = toPostRow(post, this.observedAt, this.mayHoldNul)
       const seen = this.posts.get(row.id)
@@ -304,9 +309,22 @@ export class BatchNormalizer {
   }
 }
 
+export interface NormalizeOptions {
+  /**
+   * Included copies (`includes.tweets`, a twarc2 Post's referenced Posts) of these ids are left
+   * out before they are validated or tokenized: the writer passes the Posts it stored within the
+   * refresh period, whose copies its statement would skip anyway. Primary Posts are never skipped.
+   */
+  skipIncluded?: (id: string) => boolean
+}
+
 /** Normalizes a batch of raw upstream lines (see BatchNormalizer). */
-export function normalizeLines(lines: readonly string[], observedAt: string): NormalizedBatch {
-  const normalizer = new BatchNormalizer(observedAt)
+export function normalizeLines(
+  lines: readonly string[],
+  observedAt: string,
+  options: NormalizeOptions = {},
+): NormalizedBatch {
+  const normalizer = new BatchNormalizer(observedAt, options)
   for (const line of lines) normalizer.addLine(line)
   return normalizer.result()
 }

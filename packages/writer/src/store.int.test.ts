@@ -4,6 +4,7 @@ import { createDb, storeBatch, sql } from '@threadline/db'
 import { normalizeLines, type PostRow } from '@threadline/domain'
 import { createTestEnv, type TestEnv } from '@threadline/testing'
 import { generateConversation, prng, shuffle, waitFor } from '@threadline/testing'
+import { RecentlyStored } from './recent.js'
 import { storeLines } from './writer.js'
 
 let env: TestEnv
@@ -122,55 +123,67 @@ describe('storeBatch', () => {
     expect(conv.post_count).toBe(1)
   })
 
-  it('lets an included copy refresh a stored Post at most once a minute', async () => {
-    await reset(env.db)
-    const parent = (likes: number) => ({
-      id: '1860000000000000020',
-      text: 'a root',
-      created_at: '2026-11-20T10:00:00.000Z',
-      conversation_id: '1860000000000000020',
-      public_metrics: { retweet_count: 0, reply_count: 0, like_count: likes, quote_count: 0 },
-    })
-    const reply = (n: number, likes: number) =>
-      JSON.stringify({
-        data: {
-          id: String(1860000000000000100n + BigInt(n)),
-          text: `reply ${n}`,
-          conversation_id: '1860000000000000020',
-          created_at: '2026-11-20T10:01:00.000Z',
-          referenced_tweets: [{ type: 'replied_to', id: '1860000000000000020' }],
-        },
-        includes: { tweets: [parent(likes)] },
-      })
-    const likes = async () =>
-      (
-        await env.db
-          .selectFrom('posts')
-          .select('like_count')
-          .where('id', '=', '1860000000000000020')
-          .executeTakeFirstOrThrow()
-      ).like_count
-    const at = (s: number) => new Date(Date.UTC(2026, 10, 21, 0, 0, s)).toISOString()
-    await storeLines(env.db, [JSON.stringify({ data: parent(1) })], at(0), 'test')
-    await storeLines(env.db, [reply(1, 5)], at(10), 'test')
-    expect(await likes()).toBe(1) // included copy within the minute: not rewritten
-    await storeLines(env.db, [reply(2, 7)], at(70), 'test')
-    expect(await likes()).toBe(7) // more than a minute newer: refreshed
-    await storeLines(env.db, [JSON.stringify({ data: parent(9) })], at(71), 'test')
-    expect(await likes()).toBe(9) // a primary copy always applies
-    const conv = await env.db.selectFrom('conversations').selectAll().executeTakeFirstOrThrow()
-    expect(conv).toMatchObject({ post_count: 3, reply_count: 2 })
-  })
+  // The writer sends the statement only what it did not store lately (RecentlyStored); the
+  // outcome must be the statement's own, with and without that memory.
+  const memories = [
+    ['alone', () => undefined],
+    ['with the writer memory', () => new RecentlyStored()],
+  ] as const
 
-  it('records a changed user name in the outbox', async () => {
+  it.each(memories)(
+    'lets an included copy refresh a stored Post at most once a minute (%s)',
+    async (_, memory) => {
+      const recent = memory()
+      await reset(env.db)
+      const parent = (likes: number) => ({
+        id: '1860000000000000020',
+        text: 'a root',
+        created_at: '2026-11-20T10:00:00.000Z',
+        conversation_id: '1860000000000000020',
+        public_metrics: { retweet_count: 0, reply_count: 0, like_count: likes, quote_count: 0 },
+      })
+      const reply = (n: number, likes: number) =>
+        JSON.stringify({
+          data: {
+            id: String(1860000000000000100n + BigInt(n)),
+            text: `reply ${n}`,
+            conversation_id: '1860000000000000020',
+            created_at: '2026-11-20T10:01:00.000Z',
+            referenced_tweets: [{ type: 'replied_to', id: '1860000000000000020' }],
+          },
+          includes: { tweets: [parent(likes)] },
+        })
+      const likes = async () =>
+        (
+          await env.db
+            .selectFrom('posts')
+            .select('like_count')
+            .where('id', '=', '1860000000000000020')
+            .executeTakeFirstOrThrow()
+        ).like_count
+      const at = (s: number) => new Date(Date.UTC(2026, 10, 21, 0, 0, s)).toISOString()
+      await storeLines(env.db, [JSON.stringify({ data: parent(1) })], at(0), 'test', recent)
+      await storeLines(env.db, [reply(1, 5)], at(10), 'test', recent)
+      expect(await likes()).toBe(1) // included copy within the minute: not rewritten
+      await storeLines(env.db, [reply(2, 7)], at(70), 'test', recent)
+      expect(await likes()).toBe(7) // more than a minute newer: refreshed
+      await storeLines(env.db, [JSON.stringify({ data: parent(9) })], at(71), 'test', recent)
+      expect(await likes()).toBe(9) // a primary copy always applies
+      const conv = await env.db.selectFrom('conversations').selectAll().executeTakeFirstOrThrow()
+      expect(conv).toMatchObject({ post_count: 3, reply_count: 2 })
+    },
+  )
+
+  it.each(memories)('records a changed user name in the outbox (%s)', async (_, memory) => {
+    const recent = memory()
     await reset(env.db)
     const line = (name: string) =>
       JSON.stringify({
         data: { id: '1860000000000000002', text: 'x', author_id: '42' },
         includes: { users: [{ id: '42', name, username: 'someone' }] },
       })
-    await storeLines(env.db, [line('Before')], observed(1), 'test')
-    await storeLines(env.db, [line('After')], observed(2), 'test')
+    await storeLines(env.db, [line('Before')], observed(1), 'test', recent)
+    await storeLines(env.db, [line('After')], observed(2), 'test', recent)
     const payloads = (
       await env.db.selectFrom('outbox').select('payload').orderBy('id').execute()
     ).map((r) => r.payload)

@@ -26,6 +26,7 @@ import {
 import { closeRedis, publishStored, type Redis, type StoredEntry } from '@threadline/redis'
 import { once, repeatEvery, withDeadline, type Repeating, type Service } from '@threadline/runtime'
 import { coalesced } from './coalesce.js'
+import { RecentlyStored, type SentRows } from './recent.js'
 
 export interface WriterOptions {
   concurrency: number
@@ -101,13 +102,34 @@ function postEntries(batch: NormalizedBatch): Map<string, StoredEntry> {
 }
 
 /**
- * Normalizes lines and sends them to Postgres. Of the batch, only text is kept while the statement
- * runs (its parameters and each Post's stream entry): a batch waits on Postgres for most of its
- * life, and its parsed objects held across that wait would be copied by every young-generation GC.
+ * Normalizes lines and sends them to Postgres, less the copies `recent` says the statement would
+ * skip. Of the batch, only text and small records are kept while the statement runs (its
+ * parameters, each Post's stream entry, what `recent` remembers after commit): a batch waits on
+ * Postgres for most of its life, and its parsed objects held across that wait would be copied by
+ * every young-generation GC.
  */
-function startStore(db: Db, lines: readonly string[], observedAt: string, source: string) {
-  const batch = normalizeLines(lines, observedAt)
-  return { entries: postEntries(batch), stored: storeBatch(db, batch, source) }
+function startStore(
+  db: Db,
+  lines: readonly string[],
+  observedAt: string,
+  source: string,
+  recent: RecentlyStored | undefined,
+) {
+  const observedMs = Date.parse(observedAt)
+  const skipIncluded = recent && ((id: string) => recent.storedPost(id, observedMs))
+  const normalized = normalizeLines(lines, observedAt, { skipIncluded })
+  const batch = recent ? recent.skipKnown(normalized) : normalized
+  const sent: SentRows = {
+    posts: batch.posts.map((p) => ({ id: p.id, observed_at: p.observed_at })),
+    users: batch.users.map(({ id, observed_at, name, username }) => ({
+      id,
+      observed_at,
+      name,
+      username,
+    })),
+  }
+  // Entries from the whole batch: a Post's author travels with it even when its row is not resent.
+  return { entries: postEntries(normalized), sent, stored: storeBatch(db, batch, source) }
 }
 
 /**
@@ -122,10 +144,12 @@ export async function storeLines(
   lines: readonly string[],
   observedAt: string,
   source: string,
+  recent?: RecentlyStored,
 ): Promise<StoredLines> {
-  const { entries, stored } = startStore(db, lines, observedAt, source)
+  const { entries, sent, stored } = startStore(db, lines, observedAt, source, recent)
   try {
     const { outbox, ...result } = await stored
+    recent?.remember(sent)
     const fresh = outbox.map(({ id, payload }) => ({
       id,
       payload,
@@ -145,8 +169,8 @@ export async function storeLines(
       return { ...result, fresh: [] }
     }
     const mid = Math.ceil(lines.length / 2)
-    const a = await storeLines(db, lines.slice(0, mid), observedAt, source)
-    const b = await storeLines(db, lines.slice(mid), observedAt, source)
+    const a = await storeLines(db, lines.slice(0, mid), observedAt, source, recent)
+    const b = await storeLines(db, lines.slice(mid), observedAt, source, recent)
     return {
       inserted: a.inserted + b.inserted,
       updated: a.updated + b.updated,
@@ -160,6 +184,7 @@ export async function storeLines(
 export function createWriter(deps: WriterDeps): Writer {
   const { db, redis, prefix, options, metrics } = deps
   const log = deps.logger.child({ component: 'writer' })
+  const recent = new RecentlyStored()
   // Relayed outbox batches also become `activity` jobs (events for subscriptions).
   const activity = createActivityQueue(redis, prefix, deps.logger)
 
@@ -244,7 +269,7 @@ export function createWriter(deps: WriterDeps): Writer {
       log.warn({ jobId: job.id, payload: parsed.data.payload }, 'payload gone: batch was stored')
       return { inserted: 0, updated: 0, users: 0, rejects: 0, lines: 0 }
     }
-    const { fresh, ...result } = await storeLines(db, lines, observedAt, source)
+    const { fresh, ...result } = await storeLines(db, lines, observedAt, source, recent)
     const seconds = (performance.now() - started) / 1000
     await publishFresh(fresh)
     try {
