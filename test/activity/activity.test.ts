@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { Client as XdkClient } from '@xdevplatform/xdk'
 import { createApp } from '@threadline/db'
 import { formatPostTime, generateId } from '@threadline/domain'
-import { createQueue, type PostsJob } from '@threadline/queue'
+import { addPostsBatch, createQueue, type PostsJob } from '@threadline/queue'
 import { createTestEnv, waitFor, type TestEnv } from '@threadline/testing'
 import { replayWebhooks, webhookFailures } from '../../packages/cli/src/commands/webhooks.js'
 import { startTestServer } from '../../packages/api/src/test-helpers.js'
@@ -116,7 +116,11 @@ function line(p: PostSpec, id = generateId()): { id: string; line: string } {
 }
 
 async function store(lines: string[], observedAt = new Date()) {
-  await posts.add('batch', { source: 'test', observed_at: observedAt.toISOString(), lines })
+  await addPostsBatch(posts, env.redis, env.prefix, {
+    source: 'test',
+    observed_at: observedAt.toISOString(),
+    lines,
+  })
 }
 
 const received = (path: string) => receipts.filter((r) => r.path === path && r.ok)

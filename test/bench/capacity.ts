@@ -125,7 +125,7 @@ try {
     logger: silentLogger(),
   })
   const lines = sampleLines.slice(0, queued)
-  // As the ingest queues them: a batch's lines beside its job (posts-payload.ts) once large.
+  // As the ingest queues them: a batch's lines beside its job (posts-payload.ts).
   let jobBytes = 0
   for (let i = 0; i < lines.length; i += batchSize) {
     const job = await addPostsBatch(queue, redis, env.prefix, {
@@ -134,10 +134,8 @@ try {
       lines: lines.slice(i, i + batchSize),
     })
     jobBytes += Number(await redis.call('MEMORY', 'USAGE', queue.toKey(job.id!), 'SAMPLES', '0'))
-    if (job.data.payload !== undefined) {
-      jobBytes += Number(await redis.call('MEMORY', 'USAGE', job.data.payload, 'SAMPLES', '0'))
-      await redis.del(job.data.payload)
-    }
+    jobBytes += Number(await redis.call('MEMORY', 'USAGE', job.data.payload, 'SAMPLES', '0'))
+    await redis.del(job.data.payload)
   }
   const waitBytes = Number(await redis.call('MEMORY', 'USAGE', queue.toKey('wait'), 'SAMPLES', '0'))
   const queuedLineBytes = lines.reduce((a, l) => a + Buffer.byteLength(l), 0)

@@ -1,4 +1,4 @@
-import { CompiledQuery, Kysely, PostgresDialect, sql } from 'kysely'
+import { CompiledQuery, Kysely, PostgresDialect } from 'kysely'
 import pg from 'pg'
 import type { Logger } from '@threadline/logger'
 import type { Database } from './tables/index.js'
@@ -12,24 +12,15 @@ export interface DbOptions {
   applicationName?: string
   logger?: Logger
   /**
-   * Run statements marked with PREPARE as named prepared statements (default true): Postgres then
-   * parses and plans each of them once per connection instead of on every call. Turn off behind a
-   * pooler that cannot keep them (PgBouncer in transaction mode before 1.21, or without
-   * `max_prepared_statements`).
+   * Run the statements that ask for it (queryRows' `prepare`) as named prepared statements
+   * (default true): Postgres then parses and plans each of them once per connection instead of on
+   * every call. Turn off behind a pooler that cannot keep them (PgBouncer in transaction mode
+   * before 1.21, or without `max_prepared_statements`).
    */
   preparedStatements?: boolean
 }
 
-const PREPARE_MARK = '/* prepared */'
-
-/**
- * Marks a hot statement as worth preparing: `db.selectFrom(…).modifyFront(PREPARE)`. Its SQL text
- * must depend only on the statement's shape (values travel as parameters), since each distinct
- * text becomes one prepared statement on every connection that runs it.
- */
-export const PREPARE = sql.raw(PREPARE_MARK)
-
-/** Distinct marked texts given a name, process-wide; past this many, the rest run unnamed. */
+/** Distinct statement texts given a name, process-wide; past this many, the rest run unnamed. */
 const MAX_PREPARED = 256
 const preparedNames = new Map<string, string>()
 
@@ -42,38 +33,26 @@ function preparedName(text: string): string | undefined {
   return name
 }
 
-type Query = (config: unknown, values?: unknown, callback?: unknown) => unknown
+/** The pool under each Db that createDb made, and whether it may name statements. */
+const pools = new WeakMap<Db, { pool: pg.Pool; prepare: boolean }>()
 
 /**
- * Makes a client run PREPARE-marked texts by name, whether they come as Kysely sends them (text,
- * values) or as pool.query does (text, values, callback).
+ * Runs one statement straight on the pool under `db`. With `prepare`, as a named prepared
+ * statement (pg's `{ name, text, values }`): for hot statements whose text depends only on their
+ * shape (values travel as parameters), since each distinct text becomes one prepared statement on
+ * every connection that runs it. Falls back to Kysely when `db` is not a pool's (a transaction).
  */
-function preparing(client: pg.PoolClient): void {
-  const query = client.query.bind(client) as Query
-  ;(client as unknown as { query: Query }).query = (config, values, callback) => {
-    if (typeof config === 'string' && config.includes(PREPARE_MARK)) {
-      const name = preparedName(config)
-      if (name !== undefined) {
-        return typeof values === 'function'
-          ? query({ name, text: config }, values)
-          : query({ name, text: config, values }, callback)
-      }
-    }
-    return query(config, values, callback)
-  }
-}
-
-const pools = new WeakMap<Db, pg.Pool>()
-
-/**
- * Runs one statement straight on the pool under `db` (no query builder, no Kysely connection
- * provider): for the read API's hottest statements, whose text is built once. Falls back to
- * Kysely when `db` is not a pool's (a transaction).
- */
-export async function queryRows<R>(db: Db, text: string, values: unknown[]): Promise<R[]> {
-  const pool = pools.get(db)
-  if (pool) return (await pool.query(text, values)).rows as R[]
-  return (await db.executeQuery<R>(CompiledQuery.raw(text, values))).rows as R[]
+export async function queryRows<R>(
+  db: Db,
+  text: string,
+  values: readonly unknown[],
+  { prepare = false }: { prepare?: boolean } = {},
+): Promise<R[]> {
+  const under = pools.get(db)
+  if (!under) return (await db.executeQuery<R>(CompiledQuery.raw(text, [...values]))).rows
+  const name = prepare && under.prepare ? preparedName(text) : undefined
+  const result = await under.pool.query({ name, text, values: [...values] })
+  return result.rows as R[]
 }
 
 export function createDb(options: DbOptions): Db {
@@ -93,7 +72,6 @@ export function createDb(options: DbOptions): Db {
   // retried by its caller), and the pool discards the dead client on release.
   pool.on('connect', (client) => {
     client.on('error', (err) => log?.warn({ err }, 'Postgres connection lost'))
-    if (options.preparedStatements ?? true) preparing(client)
   })
   const db = new Kysely<Database>({
     dialect: new PostgresDialect({ pool }),
@@ -105,7 +83,7 @@ export function createDb(options: DbOptions): Db {
         }
       : undefined,
   })
-  pools.set(db, pool)
+  pools.set(db, { pool, prepare: options.preparedStatements ?? true })
   return db
 }
 

@@ -1,7 +1,7 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import { compareIds, isId, snowflakeAt, snowflakeTime } from './ids.js'
-import { BatchNormalizer, normalizeLines } from './normalize.js'
+import { normalizeLines } from './normalize.js'
 import { formatPostTime, formatSecondsTime, parseTime, postTime } from './time.js'
 
 const T = '2026-11-21T00:00:00.000Z'
@@ -167,30 +167,6 @@ describe('normalizeLines', () => {
     expect(refs[0]).toHaveProperty('text')
   })
 
-  it("keeps each object's text from the line's bytes when raw is that object unchanged", () => {
-    const text = (json: Uint8Array | undefined) => json && Buffer.from(json).toString('utf8')
-    const reply =
-      '{"id":"20","text":"caf\\u00e9","created_at":"2026-11-20T10:00:00.000Z",' +
-      '"public_metrics":{"like_count":2.0},"referenced_tweets":[{"id":"10","type":"replied_to"}]}'
-    const parent = `{"id":"10","text":"x","created_at":"${T}","referenced_tweets":[{"type":"quoted","id":"9","text":"y"}]}`
-    const flat = `{"id":"11","text":"x","created_at":"${T}","author":{"id":"7","name":"A","username":"a"}}`
-    const user = '{"id":"7","name":"A","username":"a"}'
-    const line = `{"data":${reply},"includes":{"users":[${user}],"tweets":[${parent},${flat}]}}`
-    const normalizer = new BatchNormalizer(T)
-    normalizer.addLine(line, Buffer.from(line, 'utf8'))
-    const { posts, users } = normalizer.result()
-    const byId = new Map(posts.map((p) => [p.id, p]))
-    // As written (escapes and 2.0 included), and equal to raw.
-    expect(text(byId.get('20')!.raw_json)).toBe(reply)
-    expect(JSON.parse(reply)).toEqual(byId.get('20')!.raw)
-    expect(text(users[0]!.raw_json)).toBe(user)
-    // raw differs from the text (a reference trimmed, a twarc2 key removed): serialized again.
-    expect(byId.get('10')!.raw_json).toBeUndefined()
-    expect(byId.get('11')!.raw_json).toBeUndefined()
-    // Without the bytes, or from a string, nothing is kept.
-    expect(normalizeLines([line], T).posts.every((p) => p.raw_json === undefined)).toBe(true)
-  })
-
   it('reads search pages and twarc2 pages', () => {
     const page = {
       data: [post('1'), post('2')],
@@ -228,6 +204,25 @@ describe('normalizeLines', () => {
     const c = JSON.stringify({ data: post('5', { lang: 'es' }) })
     expect(normalizeLines([a, b], T).posts.find((p) => p.id === '5')!.lang).toBe('en')
     expect(normalizeLines([a, b, c], T).posts.find((p) => p.id === '5')!.lang).toBe('es')
+  })
+
+  it('marks copies seen only in includes, and a later primary copy as primary', () => {
+    const line = JSON.stringify({
+      data: post('20'),
+      includes: { tweets: [post('10'), post('11')] },
+    })
+    const twarc = JSON.stringify({
+      ...post('30'),
+      referenced_tweets: [{ type: 'quoted', ...post('10') }],
+    })
+    const again = JSON.stringify({ data: post('10') })
+    const batch = normalizeLines([line, twarc, again], T)
+    expect(batch.posts.map((p) => [p.id, p.included])).toEqual([
+      ['20', false],
+      ['10', false],
+      ['11', true],
+      ['30', false],
+    ])
   })
 
   it('leaves out included copies that skipIncluded names, never a primary Post', () => {

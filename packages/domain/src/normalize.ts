@@ -1,5 +1,4 @@
 import { isId, snowflakeTime } from './ids.js'
-import { lineSpans, type LineSpans } from './json-spans.js'
 import { formatPostTime, postTime } from './time.js'
 import { searchTerms } from './tokens.js'
 import {
@@ -63,25 +62,11 @@ function metric(metrics: Obj, name: string): number | null {
   return value
 }
 
-/** Whether `ref` holds only what the row keeps of a reference (its type and id, checked already). */
-function onlyTypeAndId(ref: Obj): boolean {
-  let keys = 0
-  for (const _key in ref) keys++
-  return keys === 2
-}
-
 /**
  * Validates one Post object of X's shape and turns it into a row. Throws InvalidItemError.
  * `mayHoldNul: false` skips the deep NUL scan when the caller already knows the source text has none.
- * `json` is the object's text as it arrived: the row keeps it as `raw_json` when `raw` is the
- * object unchanged (no twarc2 keys removed, no reference trimmed to its type and id).
  */
-export function toPostRow(
-  input: unknown,
-  observedAt: string,
-  mayHoldNul = true,
-  json?: Uint8Array,
-): PostRow {
+export function toPostRow(input: unknown, observedAt: string, mayHoldNul = true): PostRow {
   if (!isObj(input)) throw new InvalidItemError('Post is not an object')
   if (!isId(input.id)) {
     throw new InvalidItemError(
@@ -110,7 +95,6 @@ export function toPostRow(
   }
 
   const refs: ReferencedTweet[] = []
-  let asArrived = json !== undefined
   if (input.referenced_tweets !== undefined) {
     if (!Array.isArray(input.referenced_tweets)) {
       throw new InvalidItemError(`Post ${id} referenced_tweets is not a list`)
@@ -122,7 +106,6 @@ export function toPostRow(
         )
       }
       refs.push({ type: ref.type as ReferencedTweet['type'], id: ref.id })
-      if (asArrived && !onlyTypeAndId(ref)) asArrived = false
     }
   }
 
@@ -144,12 +127,7 @@ export function toPostRow(
   }
 
   const raw: Obj = { ...input }
-  for (const key of TWARC_FLAT_KEYS) {
-    if (key in raw) {
-      delete raw[key]
-      asArrived = false
-    }
-  }
+  for (const key of TWARC_FLAT_KEYS) delete raw[key]
   if (refs.length > 0) raw.referenced_tweets = refs
   const [rt, rc, lc, qc, bc] = METRICS.map((m) => metric(metrics, m))
 
@@ -171,19 +149,13 @@ export function toPostRow(
     refs,
     search_terms: searchTerms(raw),
     raw: raw as WirePost,
-    raw_json: asArrived ? json : undefined,
     observed_at: observedAt,
     included: false,
   }
 }
 
-/** Validates one user object. Throws InvalidItemError. `json`: as in toPostRow (kept as it is). */
-export function toUserRow(
-  input: unknown,
-  observedAt: string,
-  mayHoldNul = true,
-  json?: Uint8Array,
-): UserRow {
+/** Validates one user object. Throws InvalidItemError. */
+export function toUserRow(input: unknown, observedAt: string, mayHoldNul = true): UserRow {
   if (!isObj(input)) throw new InvalidItemError('user is not an object')
   if (!isId(input.id))
     throw new InvalidItemError(`user id ${JSON.stringify(input.id)} is not 1-19 digits`)
@@ -198,14 +170,8 @@ export function toUserRow(
     name: input.name,
     username: input.username,
     raw: input as WireUser,
-    raw_json: json,
     observed_at: observedAt,
   }
-}
-
-/** The spans found for `items`, when there is one per item (else none: the objects are serialized). */
-function spansFor(found: Uint8Array[] | undefined, items: readonly unknown[]) {
-  return found?.length === items.length ? found : undefined
 }
 
 /** Keeps a raw line printable and storable: Postgres text refuses NUL bytes. */
@@ -233,12 +199,7 @@ export class BatchNormalizer {
     private readonly options: NormalizeOptions = {},
   ) {}
 
-  /**
-   * `bytes`, when given, are what `line` was decoded from (as read from Redis): rows then keep
-   * their objects' text from them as `raw_json` (see lineSpans, which gives up on bytes that are
-   * not UTF-8) instead of having it serialized again.
-   */
-  addLine(line: string, bytes?: Uint8Array): void {
+  addLine(line: string): void {
     let parsed: unknown
     try {
       parsed = JSON.parse(line)
@@ -249,15 +210,14 @@ export class BatchNormalizer {
     // A NUL can only come from a \u0000 escape (JSON forbids raw control characters), so lines
     // without one need no deep scan of their objects.
     this.mayHoldNul = line.includes('\\u0000')
-    const spans = bytes && isObj(parsed) && 'data' in parsed ? lineSpans(bytes) : undefined
     try {
-      this.addObject(parsed, line, spans)
+      this.addObject(parsed, line)
     } finally {
       this.mayHoldNul = true
     }
   }
 
-  addObject(value: unknown, line: string = JSON.stringify(value), spans?: LineSpans): void {
+  addObject(value: unknown, line: string = JSON.stringify(value)): void {
     if (!isObj(value)) {
       this.reject('not a Post, stream line or response page', line)
       return
@@ -271,11 +231,10 @@ export class BatchNormalizer {
       }
       if (list.length === 0) this.empty += 1
       const single = list.length === 1
-      const texts = spansFor(spans?.data, list)
-      list.forEach((post: unknown, i) =>
-        this.addPost(post, true, single ? line : JSON.stringify(post), texts?.[i]),
-      )
-      this.addIncludes(value.includes, line, spans)
+      for (const post of list as unknown[]) {
+        this.addPost(post, true, single ? line : JSON.stringify(post))
+      }
+      this.addIncludes(value.includes, line)
       return
     }
     if ('id' in value && 'text' in value) {
@@ -299,28 +258,22 @@ export class BatchNormalizer {
     this.reject('not a Post, stream line or response page', line)
   }
 
-  private addIncludes(includes: unknown, line: string, spans: LineSpans | undefined): void {
+  private addIncludes(includes: unknown, line: string): void {
     if (includes === undefined) return
     if (!isObj(includes)) {
       this.reject('includes is not an object', line)
       return
     }
     const { users, tweets } = includes
-    if (Array.isArray(users)) {
-      const texts = spansFor(spans?.users, users)
-      users.forEach((u: unknown, i) => this.addUser(u, line, texts?.[i]))
-    }
-    if (Array.isArray(tweets)) {
-      const texts = spansFor(spans?.tweets, tweets)
-      tweets.forEach((t: unknown, i) => this.addPost(t, false, line, texts?.[i]))
-    }
+    if (Array.isArray(users)) for (const u of users as unknown[]) this.addUser(u, line)
+    if (Array.isArray(tweets)) for (const t of tweets as unknown[]) this.addPost(t, false, line)
   }
 
-  private addPost(post: unknown, primary: boolean, line: string, json?: Uint8Array): void {
+  private addPost(post: unknown, primary: boolean, line: string): void {
     const skip = this.options.skipIncluded
     if (!primary && skip && isObj(post) && isId(post.id) && skip(post.id)) return
     try {
-      const row = toPostRow(post, this.observedAt, this.mayHoldNul, json)
+      const row = toPostRow(post, this.observedAt, this.mayHoldNul)
       const seen = this.posts.get(row.id)
       if (seen && seen.primary && !primary) return
       this.posts.set(row.id, { row, primary })
@@ -330,9 +283,9 @@ export class BatchNormalizer {
     }
   }
 
-  private addUser(user: unknown, line: string, json?: Uint8Array): void {
+  private addUser(user: unknown, line: string): void {
     try {
-      const row = toUserRow(user, this.observedAt, this.mayHoldNul, json)
+      const row = toUserRow(user, this.observedAt, this.mayHoldNul)
       this.users.set(row.id, row)
     } catch (err) {
       if (!(err instanceof InvalidItemError)) throw err

@@ -64,8 +64,6 @@ export interface PostRow {
   /** `searchTerms(raw)`: what search, counts and stream rules match keywords against. */
   search_terms: string[]
   raw: WirePost
-  /** `raw`'s JSON as it arrived (a view of the line), when that is `raw` exactly; see lineSpans. */
-  raw_json?: Uint8Array | undefined
   observed_at: string
   /** Seen only in `includes.tweets` of this batch (not as primary data): a refresh, not news. */
   included: boolean
@@ -76,8 +74,6 @@ export interface UserRow {
   name: string
   username: string
   raw: WireUser
-  /** `raw`'s JSON as it arrived (a view of the line); see lineSpans. */
-  raw_json?: Uint8Array | undefined
   observed_at: string
 }
 

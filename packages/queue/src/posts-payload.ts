@@ -1,40 +1,19 @@
 import { randomUUID } from 'node:crypto'
 import type { Job, Queue } from 'bullmq'
-import {
-  isCluster,
-  throwFirstError,
-  type Redis,
-  PreparedCommand,
-  sendPrepared,
-  scriptCommand,
-} from '@threadline/redis'
+import { isCluster, scriptCommand, throwFirstError, type Redis } from '@threadline/redis'
 import type { PostsJob } from './queues.js'
 
 /**
- * Large `posts` batches travel beside their job, not inside it (a claim check).
- *
- * A stream batch is ~500 lines of ~2 KB. Inside the job, BullMQ would JSON-escape it into one
- * string, measure and encode it, copy it through its Lua scripts into the job hash, hand it back
- * and decode and unescape it in the writer; and a completed job keeps its data for
- * `removeOnComplete` (1,000 jobs: a gigabyte of Redis). Beside it, the lines are a Redis list, one
- * element a line (RPUSH), the job holds only its key, and the writer reads it with one LRANGE and
- * deletes it once the batch is committed.
- *
- * A list, not one string of the lines joined: the client's reply parser hands each element of an
- * LRANGE back as a view of the socket's bytes, where a reply of a megabyte arrives in many reads
- * that it copies into a fresh buffer. That copy, into memory the process had to fault in, cost
- * the writer ≈ 2–6 ms a batch, against ≈ 0.5 ms for the list; writing the list cost the ingest
- * less too, as its lines are not joined first (docs/performance-log.md). Jobs queued with a joined
- * payload (`list` unset, by an ingest before the list) are still read.
+ * A `posts` batch travels beside its job (a claim check): its lines are a Redis list, one element a
+ * line, and the job holds only its key. Inside the job, BullMQ would JSON-escape a stream batch
+ * (about a megabyte) into one string, copy it through its scripts and hand it back whole, and a
+ * completed job would keep it; the list is written with one RPUSH, read with one LRANGE and
+ * deleted once the batch is committed.
  *
  * The payload key is deleted only after a writer committed the batch. A job whose payload is gone
  * was therefore stored already: the writer stopped after committing and deleting, before BullMQ
  * marked the job done, and the job came back as stalled.
  */
-
-/** Below this many characters a batch stays inside its job: a second key would cost more. */
-export const INLINE_PAYLOAD_CHARS = 16 * 1024
-
 export function postsPayloadKey(prefix: string, id: string): string {
   return `${prefix}:posts-payload:${id}`
 }
@@ -46,21 +25,15 @@ export interface PostsBatch {
    * neither queues the batch twice nor leaves a payload behind. Default: a fresh id.
    */
   id?: string
-  /**
-   * `id` was made for this call and never tried before, so no earlier attempt can have added its
-   * job: the add skips looking for one (a round trip and a job read per batch).
-   */
+  /** `id` was made for this call and never tried before: no earlier attempt can have added its job. */
   firstAttempt?: boolean
   source: string
   observed_at: string
-  /** Text, or the UTF-8 bytes the upstream sent (the stream's lines are never decoded on the way). */
+  /** Text, or the UTF-8 bytes the upstream sent. */
   lines: readonly (string | Buffer)[]
 }
 
-/**
- * Adds a `posts` job for `batch`: its lines inside the job when small, else in a payload list
- * written first (see `id` for retries).
- */
+/** Adds a `posts` job for `batch`, its lines written first beside it (see `id` for retries). */
 export async function addPostsBatch(
   queue: Queue<PostsJob>,
   redis: Redis,
@@ -69,88 +42,40 @@ export async function addPostsBatch(
 ): Promise<Job<PostsJob>> {
   const { source, observed_at: observedAt, lines } = batch
   const id = batch.id ?? randomUUID()
-  const retry = batch.id !== undefined && !batch.firstAttempt
-  if (retry) {
+  if (batch.id !== undefined && !batch.firstAttempt) {
     // A retry of an add that reached Redis (its reply was lost): the job is there, and its payload
     // may already be stored and deleted. Writing the payload again would leave it behind.
     const existing = await queue.getJob(id)
     if (existing) return existing
   }
-  let size = 0
-  for (const line of lines) size += line.length
-  if (size < INLINE_PAYLOAD_CHARS) {
-    const inline = lines.map(lineText)
-    return queue.add('posts', { source, observed_at: observedAt, lines: inline }, { jobId: id })
-  }
   const key = postsPayloadKey(prefix, id)
-  if (retry) {
-    // An earlier attempt may have pushed the lines already: replace them, never append twice.
-    const replies = await redis
-      .multi()
-      .del(key)
-      .rpush(key, ...lines)
-      .exec()
-    if (!replies) throw new Error(`could not write the payload ${key}`)
-    throwFirstError(replies)
-  } else {
-    // Made in one buffer (see PreparedCommand): ioredis would copy the lines into a request of its
-    // own, a fresh ≈ 1 MB allocation a batch (≈ 2.3 against 1.7 µs of ingest CPU a line).
-    await sendPrepared(redis, new PreparedCommand('rpush', [key, ...lines]))
-  }
+  // Replaced, never appended to: an earlier attempt may have pushed the lines already.
+  const replies = await redis
+    .multi()
+    .del(key)
+    .rpush(key, ...lines)
+    .exec()
+  if (!replies) throw new Error(`could not write the payload ${key}`)
+  throwFirstError(replies)
   return queue.add(
     'posts',
-    { source, observed_at: observedAt, payload: key, count: lines.length, list: true },
+    { source, observed_at: observedAt, payload: key, count: lines.length },
     { jobId: id },
   )
 }
 
 /**
- * The lines of a `posts` job: inline (text), or read from its payload key (each line a Buffer,
- * decoded alone when it is read: see lineText). Undefined when the payload is gone (the batch was
- * committed already: see above).
+ * The lines of a `posts` job, as text (each decoded alone: bytes that are not UTF-8 become U+FFFD).
+ * Undefined when the payload is gone (the batch was committed already: see above).
  */
-export async function loadPostsLines(
-  redis: Redis,
-  job: PostsJob,
-): Promise<Array<string | Buffer> | undefined> {
-  if (job.lines) return job.lines
-  if (job.list) {
-    const lines = await redis.lrangeBuffer(job.payload, 0, -1)
-    return lines.length === 0 ? undefined : lines
-  }
-  const buffer = await redis.getBuffer(job.payload)
-  if (buffer === null) return undefined
-  return splitLineBytes(buffer)
+export async function loadPostsLines(redis: Redis, job: PostsJob): Promise<string[] | undefined> {
+  const lines = await redis.lrangeBuffer(job.payload, 0, -1)
+  return lines.length === 0 ? undefined : lines.map((line) => line.toString('utf8'))
 }
 
-const SEPARATOR_BYTES = Buffer.from('\r\n')
-
-/**
- * A joined payload (see above) split on its separator; each line is a view of `buffer` (no copy),
- * to be decoded alone when it is read (UTF-8 never holds `\r\n` inside a character). Such a payload
- * never held a line with the separator: the ingest kept those batches inside their job.
- */
-export function splitLineBytes(buffer: Buffer): Buffer[] {
-  const lines: Buffer[] = []
-  let start = 0
-  for (;;) {
-    const end = buffer.indexOf(SEPARATOR_BYTES, start)
-    if (end === -1) break
-    lines.push(buffer.subarray(start, end))
-    start = end + SEPARATOR_BYTES.length
-  }
-  lines.push(buffer.subarray(start))
-  return lines
-}
-
-/** A line as text (a payload line is decoded here, alone). */
-export function lineText(line: string | Buffer): string {
-  return typeof line === 'string' ? line : line.toString('utf8')
-}
-
-/** Deletes a committed job's payload (nothing for an inline one). */
+/** Deletes a committed job's payload. */
 export async function dropPostsPayload(redis: Redis, job: PostsJob): Promise<void> {
-  if (job.payload !== undefined) await redis.del(job.payload)
+  await redis.del(job.payload)
 }
 
 export interface PayloadSweeper {

@@ -20,31 +20,18 @@ export type { Job } from 'bullmq'
 export const POSTS_BATCH_MAX_LINES = 500
 export const POSTS_BATCH_MAX_BYTES = 4 * 1024 * 1024
 
-/** A batch of raw upstream lines (stream lines, response pages, twarc2 output) for the writer. */
-const postsJobBase = {
+/**
+ * A batch of raw upstream lines (stream lines, response pages, twarc2 output) for the writer. The
+ * lines are a Redis list at `payload`, beside the job (see posts-payload.ts); `count` is how many.
+ */
+export const postsJobSchema = z.object({
   /** Where the lines came from, kept with any reject: `stream`, `backfill`, `import:<file>`. */
   source: z.string().min(1).max(500),
   /** When the upstream gave these copies (RFC 3339); later copies replace earlier ones. */
   observed_at: z.iso.datetime({ offset: true }),
-}
-export const postsJobSchema = z.union([
-  z.object({
-    ...postsJobBase,
-    lines: z.array(z.string()).min(1),
-    payload: z.undefined().optional(),
-  }),
-  /**
-   * The lines are in Redis at `payload` (see posts-payload.ts); `count` is how many. `list`: a list
-   * of lines; unset: one string of them joined by CRLF (jobs of an earlier ingest).
-   */
-  z.object({
-    ...postsJobBase,
-    lines: z.undefined().optional(),
-    payload: z.string().min(1),
-    count: z.number().int().positive(),
-    list: z.literal(true).optional(),
-  }),
-])
+  payload: z.string().min(1),
+  count: z.number().int().positive(),
+})
 export type PostsJob = z.infer<typeof postsJobSchema>
 
 export interface PostsJobResult {

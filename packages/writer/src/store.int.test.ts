@@ -1,18 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import fc from 'fast-check'
-import { arrayLiteral, createDb, storeBatch, sql, withDatabase } from '@threadline/db'
+import { createDb, storeBatch, sql } from '@threadline/db'
 import { normalizeLines, type PostRow } from '@threadline/domain'
 import { createTestEnv, type TestEnv } from '@threadline/testing'
 import { generateConversation, prng, shuffle, waitFor } from '@threadline/testing'
 import { RecentlyStored } from './recent.js'
 import { storeLines } from './writer.js'
-import type { OutgoingEntry } from '@threadline/redis'
-
-/** A `stored` entry's body as text (the writer gives a Post's in parts). */
-function bodyText(body: OutgoingEntry['body']): string {
-  if (typeof body === 'string') return body
-  return Buffer.concat(Buffer.isBuffer(body) ? [body] : [...body]).toString('utf8')
-}
 
 let env: TestEnv
 beforeAll(async () => {
@@ -87,15 +80,14 @@ describe('storeBatch', () => {
     const second = await storeLines(env.db, lines, observed(1), 'test')
     expect(first.inserted).toBe(50)
     expect(second).toEqual({ inserted: 0, updated: 0, users: 0, rejects: 0, fresh: [] })
-    // What the first call stored is ready to publish from memory: one entry per new Post.
+    // What the first call stored is ready to publish: one entry per new Post.
     expect(first.fresh).toHaveLength(1)
     expect(first.fresh[0]!.entries.map((e) => e.id).sort()).toEqual(
       [...first.fresh[0]!.payload.post_ids].sort(),
     )
-    // Each entry's body (the bytes the statement's parameter was built from) is the Post with
-    // its author, as the stream hub reads it.
+    // Each entry's body is the Post with its author, as the stream hub reads it.
     for (const entry of first.fresh[0]!.entries) {
-      expect(JSON.parse(bodyText(entry.body))).toMatchObject({
+      expect(JSON.parse(entry.body)).toMatchObject({
         data: { id: entry.id },
         author: { id: expect.any(String) },
       })
@@ -299,7 +291,7 @@ describe('storeBatch', () => {
     expect(await env.db.selectFrom('posts').select('id').execute()).toHaveLength(result.inserted)
   })
 
-  it('stores a line whose bytes are not all UTF-8 as its decoded text, as the line read as text', async () => {
+  it('stores a line decoded from bytes that are not all UTF-8 as that text', async () => {
     await reset(env.db)
     // A stray 0xff, and a 4-byte sequence cut after 3 bytes (decoded to one U+FFFD of 3 bytes, so
     // the text is as long as the bytes were).
@@ -311,7 +303,8 @@ describe('storeBatch', () => {
       bad,
       Buffer.from('","username":"u"}]}}'),
     ])
-    const result = await storeLines(env.db, [line], observed(1), 'test')
+    // As addPostsBatch queues bytes: decoded, each bad sequence a U+FFFD.
+    const result = await storeLines(env.db, [line.toString('utf8')], observed(1), 'test')
     expect(result).toMatchObject({ inserted: 1, rejects: 0 })
     const text = bad.toString('utf8')
     const post = await env.db.selectFrom('posts').select(['text', 'raw']).executeTakeFirstOrThrow()
@@ -321,7 +314,8 @@ describe('storeBatch', () => {
     expect(user.name).toBe(text)
   })
 
-  describe('an included copy that a statement of the same process is storing', () => {
+  it('stores concurrent batches that carry the same parent, the parent once', async () => {
+    await reset(env.db)
     const parent = {
       id: '1860000000000000100',
       text: 'parent',
@@ -340,73 +334,45 @@ describe('storeBatch', () => {
         },
         includes: { tweets: [parent] },
       })
-    const storedIds = async () =>
-      (await env.db.selectFrom('posts').select('id').orderBy('id').execute()).map((r) => r.id)
-
-    it('is left to that statement when it commits', async () => {
-      await reset(env.db)
-      const recent = new RecentlyStored()
-      // Both statements stop at the outbox while it is locked: neither commits before the other
-      // has inserted its Posts. A copy of the parent sent by the second would then meet the
-      // first's uncommitted insert (or the first would meet the second's), and one of the
-      // counts below would differ.
-      const locker = createDb({ url: env.databaseUrl, poolMax: 1 })
-      let unlock!: () => void
-      const unlocked = new Promise<void>((resolve) => (unlock = resolve))
-      let locked!: () => void
-      const isLocked = new Promise<void>((resolve) => (locked = resolve))
-      const holding = locker.transaction().execute(async (trx) => {
-        await sql`LOCK TABLE outbox IN SHARE MODE`.execute(trx)
-        locked()
-        await unlocked
-      })
-      try {
-        await isLocked
-        const a = storeLines(env.db, [reply('1860000000000000101')], observed(1), 'test', recent)
-        const b = storeLines(env.db, [reply('1860000000000000102')], observed(2), 'test', recent)
-        await waitFor('both statements waiting on the outbox', async () => {
-          const { rows } = await sql<{ n: number }>`SELECT count(*)::int AS n FROM pg_locks
-            WHERE relation = 'outbox'::regclass AND NOT granted`.execute(env.db)
-          return rows[0]!.n >= 2
-        })
-        unlock()
-        await holding
-        // The parent once, by the first; the second did not send its newer copy.
-        expect(await a).toMatchObject({ inserted: 2, updated: 0 })
-        expect(await b).toMatchObject({ inserted: 1, updated: 0 })
-        expect(await storedIds()).toEqual([parent.id, '1860000000000000101', '1860000000000000102'])
-      } finally {
-        unlock()
-        await holding.catch(() => undefined)
-        await locker.destroy()
-      }
+    // Both statements stop at the outbox while it is locked: neither commits before the other
+    // has inserted its Posts, so each meets the other's uncommitted copy of the parent.
+    const locker = createDb({ url: env.databaseUrl, poolMax: 1 })
+    let unlock!: () => void
+    const unlocked = new Promise<void>((resolve) => (unlock = resolve))
+    let locked!: () => void
+    const isLocked = new Promise<void>((resolve) => (locked = resolve))
+    const holding = locker.transaction().execute(async (trx) => {
+      await sql`LOCK TABLE outbox IN SHARE MODE`.execute(trx)
+      locked()
+      await unlocked
     })
-
-    it('is stored after all when that statement fails', async () => {
-      await reset(env.db)
-      const recent = new RecentlyStored()
-      const broken = createDb({
-        url: withDatabase(env.databaseUrl, 'threadline_no_such_database'),
-        poolMax: 1,
+    try {
+      await isLocked
+      const a = storeLines(env.db, [reply('1860000000000000101')], observed(1), 'test')
+      const b = storeLines(env.db, [reply('1860000000000000102')], observed(2), 'test')
+      await waitFor('a statement waiting on the outbox', async () => {
+        const { rows } = await sql<{ n: number }>`SELECT count(*)::int AS n FROM pg_locks
+          WHERE relation = 'outbox'::regclass AND NOT granted`.execute(env.db)
+        return rows[0]!.n >= 1
       })
-      try {
-        const a = storeLines(broken, [reply('1860000000000000101')], observed(1), 'test', recent)
-        const b = storeLines(env.db, [reply('1860000000000000102')], observed(2), 'test', recent)
-        await expect(a).rejects.toThrow(/threadline_no_such_database/)
-        const stored = await b
-        // Its reply, then the parent it had left to the failed statement.
-        expect(stored).toMatchObject({ inserted: 2, updated: 0 })
-        expect(stored.fresh.flatMap((f) => f.payload.post_ids).sort()).toEqual([
-          parent.id,
-          '1860000000000000102',
-        ])
-        const published = stored.fresh.flatMap((f) => f.entries).find((e) => e.id === parent.id)
-        expect(JSON.parse(bodyText(published!.body)).data).toEqual(parent)
-        expect(await storedIds()).toEqual([parent.id, '1860000000000000102'])
-      } finally {
-        await broken.destroy()
-      }
-    })
+      unlock()
+      await holding
+      const [first, second] = await Promise.all([a, b])
+      expect(first!.inserted + second!.inserted).toBe(3)
+      const ids = (await env.db.selectFrom('posts').select('id').orderBy('id').execute()).map(
+        (r) => r.id,
+      )
+      expect(ids).toEqual([parent.id, '1860000000000000101', '1860000000000000102'])
+      const conv = await env.db.selectFrom('conversations').selectAll().executeTakeFirstOrThrow()
+      expect(conv).toMatchObject({ root_post_id: parent.id, post_count: 3, reply_count: 2 })
+      // Published once: in the outbox of the batch that inserted it.
+      const published = [...first!.fresh, ...second!.fresh].flatMap((f) => f.payload.post_ids)
+      expect(published.sort()).toEqual([parent.id, '1860000000000000101', '1860000000000000102'])
+    } finally {
+      unlock()
+      await holding.catch(() => undefined)
+      await locker.destroy()
+    }
   })
 
   it('stores Posts found in includes.tweets and pages of twarc2 output', async () => {
@@ -561,19 +527,30 @@ describe('storeBatch', () => {
     )
   })
 
-  it('reads back every search term array as it was sent, whatever its text', async () => {
-    // Search terms travel as text[] literals (arrayLiteral): quotes, backslashes, braces, commas,
-    // spaces, empty strings and the word NULL must all come back as text.
+  it('stores every search term array as normalizeLines made it, whatever its text', async () => {
+    await reset(env.db)
+    // Quotes, backslashes, braces, commas, spaces, empty strings and the word NULL stay text.
     const term = fc.oneof(
       fc.string({ unit: 'binary' }).filter((t) => !t.includes('\u0000')),
       fc.constantFrom('NULL', 'null', '', ' ', '{', '}', ',', '"', '\\', 'a b', '\\"'),
     )
+    const [post] = normalizeLines(
+      [JSON.stringify({ data: { id: '1860000000000000200', text: 'x' } })],
+      observed(1),
+    ).posts
+    let n = 0
     await fc.assert(
       fc.asyncProperty(fc.array(term, { maxLength: 30 }), async (terms) => {
-        const { rows } = await sql<{
-          terms: string[]
-        }>`SELECT ${arrayLiteral(terms)}::text::text[] AS terms`.execute(env.db)
-        expect(rows[0]!.terms).toEqual(terms)
+        n += 1
+        const row = { ...post!, observed_at: new Date(Date.UTC(2026, 10, 21) + n).toISOString() }
+        const batch = { posts: [{ ...row, search_terms: terms }], users: [], rejects: [], empty: 0 }
+        await storeBatch(env.db, batch, 'test')
+        const stored = await env.db
+          .selectFrom('posts')
+          .select('search_terms')
+          .where('id', '=', post!.id)
+          .executeTakeFirstOrThrow()
+        expect(stored.search_terms).toEqual(terms)
       }),
       { numRuns: 300 },
     )

@@ -1,17 +1,13 @@
 import {
   deleteOutbox,
   isDataError,
-  prepareBatch,
   relayOutbox,
   storeBatch,
-  storePrepared,
-  WireBytes,
   type Db,
   type OutboxPayload,
-  type PreparedBatch,
   type StoreResult,
 } from '@threadline/db'
-import { BatchNormalizer } from '@threadline/domain'
+import { normalizeLines, type NormalizedBatch } from '@threadline/domain'
 import type { Logger } from '@threadline/logger'
 import type { WriterMetrics } from '@threadline/metrics'
 import {
@@ -21,23 +17,16 @@ import {
   createWorker,
   dropPostsPayload,
   enqueueActivity,
-  lineText,
   loadPostsLines,
   postsJobSchema,
   type Job,
   type PostsJob,
   type PostsJobResult,
 } from '@threadline/queue'
-import {
-  closeRedis,
-  publishStored,
-  type Redis,
-  type OutgoingEntry,
-  type StoredEntry,
-} from '@threadline/redis'
+import { closeRedis, publishStored, type Redis, type StoredEntry } from '@threadline/redis'
 import { once, repeatEvery, withDeadline, type Repeating, type Service } from '@threadline/runtime'
 import { coalesced } from './coalesce.js'
-import { RecentlyStored, type Deferred, type SentRows } from './recent.js'
+import { RecentlyStored, type SentRows } from './recent.js'
 
 export interface WriterOptions {
   concurrency: number
@@ -74,15 +63,21 @@ const RELAY_BATCH = 50
 /** Outbox rows younger than this are being published by their own writer (the fast path). */
 const RELAY_MIN_AGE_MS = 5_000
 
-/** What a call newly stored, ready to publish: the stream entries of each outbox row it wrote. */
+/** An outbox row a call wrote, with its stream entries, ready to publish after commit. */
 export interface FreshOutbox {
   id: string
   payload: OutboxPayload
-  entries: OutgoingEntry[]
+  entries: StoredEntry[]
 }
 
 export interface StoredLines extends Omit<StoreResult, 'outbox'> {
   fresh: FreshOutbox[]
+}
+
+/** A Post's `stored` entry: the Post with its author, as the stream hub reads it. */
+function postEntry(id: string, post: unknown, author: unknown): StoredEntry {
+  const body = author ? { data: post, author } : { data: post }
+  return { type: 'post', id, body: JSON.stringify(body) }
 }
 
 /** Stream entries for the user changes of outbox rows. */
@@ -96,202 +91,104 @@ function userChangeEntries(payloads: readonly OutboxPayload[]): StoredEntry[] {
   )
 }
 
-/** Stream entries for stored Posts read back from the outbox (with their author) and user changes. */
-function streamEntries(
-  posts: Iterable<{ id: string; post: unknown; author: unknown }>,
-  payloads: readonly OutboxPayload[],
-): StoredEntry[] {
-  const entries: StoredEntry[] = []
-  for (const p of posts) {
-    const author = p.author ? `,"author":${JSON.stringify(p.author)}` : ''
-    entries.push({ type: 'post', id: p.id, body: `{"data":${JSON.stringify(p.post)}${author}}` })
+/** Each Post's `stored` entry, by id, with its author from the same batch. */
+function postEntries(batch: NormalizedBatch): Map<string, StoredEntry> {
+  const users = new Map(batch.users.map((u) => [u.id, u.raw]))
+  const entries = new Map<string, StoredEntry>()
+  for (const p of batch.posts) {
+    entries.set(p.id, postEntry(p.id, p.raw, p.author_id ? users.get(p.author_id) : undefined))
   }
-  entries.push(...userChangeEntries(payloads))
   return entries
 }
 
-const DATA_OPEN = Buffer.from('{"data":')
-const AUTHOR_KEY = Buffer.from(',"author":')
-const BODY_CLOSE = Buffer.from('}')
-
-/** Per Post sent to the statement, the bytes of its stream entry's parts. */
-type PostBytes = Map<string, { data: Buffer; author: Buffer | undefined }>
-
-/** A batch ready for its statement, with what is needed once it committed. */
-interface PreparedLines {
-  params: PreparedBatch
-  posts: PostBytes
-  /** What the statement is sent, for RecentlyStored.remember after commit. */
-  sent: SentRows
-  /** Included copies left to another statement of this process (RecentlyStored.deferInFlight). */
-  deferred: Deferred[]
-}
-
 /**
- * Normalizes a batch's lines and makes the statement's parameters, keeping of its objects only
- * what the time after commit needs: each sent Post's raw bytes and its author's (the same bytes
- * the parameters were built from), and the ids, times and names RecentlyStored remembers. A batch
- * waits on Postgres for most of its life; its parsed Posts (≈ 8 MB of objects and strings for 500
- * stream lines) held across that wait were copied by every scavenge, about a quarter of the
- * writer's CPU with four batches in flight. Bytes and small records are all that is left.
+ * Normalizes lines and sends them to Postgres, less the copies `recent` says the statement would
+ * skip. Of the batch, only text and small records are kept while the statement runs (its
+ * parameters, each Post's stream entry, what `recent` remembers after commit): a batch waits on
+ * Postgres for most of its life, and its parsed objects held across that wait would be copied by
+ * every young-generation GC.
  */
-function prepareLines(
-  lines: readonly (string | Buffer)[],
+function startStore(
+  db: Db,
+  lines: readonly string[],
   observedAt: string,
+  source: string,
   recent: RecentlyStored | undefined,
-): PreparedLines {
+) {
   const observedMs = Date.parse(observedAt)
-  const normalizer = new BatchNormalizer(
-    observedAt,
-    recent ? { skipIncluded: (id) => recent.storedPost(id, observedMs) } : {},
-  )
-  for (const line of lines) {
-    normalizer.addLine(lineText(line), typeof line === 'string' ? undefined : line)
-  }
-  const normalized = normalizer.result()
-  const { batch, deferred } = recent
-    ? recent.deferInFlight(recent.skipKnown(normalized))
-    : { batch: normalized, deferred: [] }
-  const bytes = new WireBytes()
-  const params = prepareBatch(batch, bytes)
-  // From the whole batch: a Post's author travels with it even when its row was not resent.
-  const users = new Map(normalized.users.map((u) => [u.id, u]))
-  const posts: PostBytes = new Map()
-  // Deferred copies too: they are stored from here if their statement fails (storeOrphans).
-  for (const p of [...batch.posts, ...deferred.map((d) => d.row)]) {
-    const author = p.author_id ? users.get(p.author_id) : undefined
-    posts.set(p.id, { data: bytes.of(p), author: author ? bytes.of(author) : undefined })
-  }
+  const skipIncluded = recent && ((id: string) => recent.storedPost(id, observedMs))
+  const normalized = normalizeLines(lines, observedAt, { skipIncluded })
+  const batch = recent ? recent.skipKnown(normalized) : normalized
   const sent: SentRows = {
     posts: batch.posts.map((p) => ({ id: p.id, observed_at: p.observed_at })),
-    users: batch.users.map((u) => ({
-      id: u.id,
-      observed_at: u.observed_at,
-      name: u.name,
-      username: u.username,
+    users: batch.users.map(({ id, observed_at, name, username }) => ({
+      id,
+      observed_at,
+      name,
+      username,
     })),
   }
-  return { params, posts, sent, deferred }
-}
-
-/** The entries of one outbox row, from the batch's bytes (no read back from Postgres). */
-function freshFromMemory(posts: PostBytes, outbox: StoreResult['outbox']): FreshOutbox[] {
-  return outbox.map(({ id, payload }) => {
-    const entries: OutgoingEntry[] = []
-    for (const postId of payload.post_ids) {
-      const p = posts.get(postId)
-      if (!p) continue
-      // In parts: publishStored copies them straight into its request.
-      const body = p.author
-        ? [DATA_OPEN, p.data, AUTHOR_KEY, p.author, BODY_CLOSE]
-        : [DATA_OPEN, p.data, BODY_CLOSE]
-      entries.push({ type: 'post', id: postId, body })
-    }
-    entries.push(...userChangeEntries([payload]))
-    return { id, payload, entries }
-  })
+  // Entries from the whole batch: a Post's author travels with it even when its row is not resent.
+  return { entries: postEntries(normalized), sent, stored: storeBatch(db, batch, source) }
 }
 
 /**
- * Stores a batch; if Postgres refuses some row as data (a value out of range, say), splits the
- * lines in halves until the offending lines are alone, and keeps each of those in ingest_rejects
- * with Postgres's reason. The rest of the batch is stored. Transient errors propagate, so BullMQ
- * retries the whole job with backoff. Returns what was newly stored, for publishing after commit.
- *
- * With `recent`, the included copies that another statement of this process is sending are left
- * to it (see RecentlyStored.deferInFlight); once this batch has committed, those whose statement
- * failed are stored here after all (storeOrphans), so none depends on a job that may never succeed.
+ * Normalizes a batch's lines and stores them in one transaction. If Postgres refuses some row as
+ * data (a value out of range, say), splits the lines in halves until the offending lines are
+ * alone, and keeps each of those in ingest_rejects with Postgres's reason; the rest is stored.
+ * Transient errors propagate, so BullMQ retries the whole job with backoff. Returns what was newly
+ * stored, for publishing after commit.
  */
 export async function storeLines(
   db: Db,
-  lines: readonly (string | Buffer)[],
+  lines: readonly string[],
   observedAt: string,
   source: string,
   recent?: RecentlyStored,
 ): Promise<StoredLines> {
-  const { params, posts, sent, deferred } = prepareLines(lines, observedAt, recent)
-  const settle = recent?.sending(sent.posts)
-  const main = await storePrepared(db, params, source).then(
-    ({ outbox, ...result }): StoredLines => {
-      settle?.(true)
-      recent?.remember(sent)
-      return { ...result, fresh: freshFromMemory(posts, outbox) }
-    },
-    (err: unknown) => {
-      settle?.(false)
-      return storeRefused(err, db, lines, observedAt, source, recent)
-    },
-  )
-  return addStored(main, await storeOrphans(db, deferred, posts, source, recent))
-}
-
-/**
- * After a statement failed: a transient error propagates; a row Postgres refused is isolated by
- * halving the lines (each half is stored afresh, deferring to nothing of this failed attempt), and a
- * line refused alone is kept in ingest_rejects with Postgres's reason.
- */
-async function storeRefused(
-  err: unknown,
-  ...[db, lines, observedAt, source, recent]: Parameters<typeof storeLines>
-): Promise<StoredLines> {
-  if (!isDataError(err)) throw err
-  if (lines.length === 1) {
-    const reason = `refused by Postgres: ${(err as Error).message}`
-    const raw = lineText(lines[0]!).replaceAll('\u0000', '\\u0000')
-    const { outbox: _none, ...result } = await storeBatch(
-      db,
-      { posts: [], users: [], rejects: [{ reason, raw }], empty: 0 },
-      source,
-    )
-    return { ...result, fresh: [] }
-  }
-  const mid = Math.ceil(lines.length / 2)
-  const a = await storeLines(db, lines.slice(0, mid), observedAt, source, recent)
-  const b = await storeLines(db, lines.slice(mid), observedAt, source, recent)
-  return addStored(a, b)
-}
-
-/**
- * Of the copies a batch deferred, stores those whose statement failed, once each has settled (each
- * was sent by a statement that started before this batch's, so none waits on this one).
- */
-async function storeOrphans(
-  db: Db,
-  deferred: readonly Deferred[],
-  posts: PostBytes,
-  source: string,
-  recent?: RecentlyStored,
-): Promise<StoredLines | undefined> {
-  if (deferred.length === 0) return undefined
-  const outcomes = await Promise.all(deferred.map((d) => d.committed))
-  const orphans = deferred.filter((_, i) => !outcomes[i]).map((d) => d.row)
-  if (orphans.length === 0) return undefined
-  const batch = { posts: orphans, users: [], rejects: [], empty: 0 }
-  const { outbox, ...result } = await storePrepared(db, prepareBatch(batch), source)
-  recent?.remember(batch)
-  return { ...result, fresh: freshFromMemory(posts, outbox) }
-}
-
-/** Two results of storing as one. */
-function addStored(a: StoredLines, b: StoredLines | undefined): StoredLines {
-  if (!b) return a
-  return {
-    inserted: a.inserted + b.inserted,
-    updated: a.updated + b.updated,
-    users: a.users + b.users,
-    rejects: a.rejects + b.rejects,
-    fresh: [...a.fresh, ...b.fresh],
+  const { entries, sent, stored } = startStore(db, lines, observedAt, source, recent)
+  try {
+    const { outbox, ...result } = await stored
+    recent?.remember(sent)
+    const fresh = outbox.map(({ id, payload }) => ({
+      id,
+      payload,
+      entries: [
+        ...payload.post_ids.flatMap((postId) => entries.get(postId) ?? []),
+        ...userChangeEntries([payload]),
+      ],
+    }))
+    return { ...result, fresh }
+  } catch (err) {
+    if (!isDataError(err)) throw err
+    if (lines.length === 1) {
+      const reason = `refused by Postgres: ${(err as Error).message}`
+      const raw = lines[0]!.replaceAll('\u0000', '\\u0000')
+      const rejected = { posts: [], users: [], rejects: [{ reason, raw }], empty: 0 }
+      const { outbox: _none, ...result } = await storeBatch(db, rejected, source)
+      return { ...result, fresh: [] }
+    }
+    const mid = Math.ceil(lines.length / 2)
+    const a = await storeLines(db, lines.slice(0, mid), observedAt, source, recent)
+    const b = await storeLines(db, lines.slice(mid), observedAt, source, recent)
+    return {
+      inserted: a.inserted + b.inserted,
+      updated: a.updated + b.updated,
+      users: a.users + b.users,
+      rejects: a.rejects + b.rejects,
+      fresh: [...a.fresh, ...b.fresh],
+    }
   }
 }
 
 export function createWriter(deps: WriterDeps): Writer {
   const { db, redis, prefix, options, metrics } = deps
-  const recent = new RecentlyStored()
   const log = deps.logger.child({ component: 'writer' })
-  // Relayed outbox batches also become `activity` jobs (events for subscriptions, issue 7).
+  const recent = new RecentlyStored()
+  // Relayed outbox batches also become `activity` jobs (events for subscriptions).
   const activity = createActivityQueue(redis, prefix, deps.logger)
 
-  const publish = async (entries: OutgoingEntry[], payloads: OutboxPayload[]) => {
+  const publish = async (entries: StoredEntry[], payloads: OutboxPayload[]) => {
     await publishStored(redis, prefix, entries, options.streamRetentionMs)
     await enqueueActivity(activity, payloads)
   }
@@ -301,7 +198,14 @@ export function createWriter(deps: WriterDeps): Writer {
       const n = await relayOutbox(
         db,
         RELAY_BATCH,
-        (batch) => publish(streamEntries(batch.posts, batch.payloads), batch.payloads),
+        (batch) =>
+          publish(
+            [
+              ...batch.posts.map((p) => postEntry(p.id, p.post, p.author)),
+              ...userChangeEntries(batch.payloads),
+            ],
+            batch.payloads,
+          ),
         { minAgeMs },
       )
       total += n
@@ -309,8 +213,8 @@ export function createWriter(deps: WriterDeps): Writer {
     }
   }
   /**
-   * The fast path: right after commit, publish what a job newly stored from memory and drop its
-   * outbox rows. If this fails (or the process dies first), the rows stay for the relay.
+   * The fast path: right after commit, publish what a job newly stored and drop its outbox rows.
+   * If this fails (or the process dies first), the rows stay for the relay.
    */
   const publishFresh = async (fresh: FreshOutbox[]) => {
     if (fresh.length === 0) return
@@ -330,7 +234,7 @@ export function createWriter(deps: WriterDeps): Writer {
   }
   /**
    * One relay at a time per process (see coalesced). The periodic pass leaves rows younger than
-   * RELAY_MIN_AGE_MS to the writer that is publishing them from memory.
+   * RELAY_MIN_AGE_MS to the writer that is publishing them.
    */
   const relay = coalesced(relayOnce)
   const relaySafely = (minAgeMs = 0) =>
@@ -339,17 +243,22 @@ export function createWriter(deps: WriterDeps): Writer {
       return 0
     })
 
+  /** A job we cannot read is kept where operators look, not retried forever. */
+  const rejectJob = async (job: Job<PostsJob, PostsJobResult>, issues: string) => {
+    const raw = JSON.stringify(job.data ?? null).replaceAll('\\u0000', '\\\\u0000')
+    const reason = `invalid posts job ${job.id}: ${issues}`
+    await storeBatch(db, { posts: [], users: [], rejects: [{ reason, raw }], empty: 0 }, 'queue')
+    log.warn({ jobId: job.id }, reason)
+    metrics?.batchInvalid()
+    return { inserted: 0, updated: 0, users: 0, rejects: 1, lines: 0 }
+  }
+
+  // parse → normalize and store (one transaction) → publish.
   const processor = async (job: Job<PostsJob, PostsJobResult>): Promise<PostsJobResult> => {
-    const jobLog = log.child({ jobId: job.id })
     const parsed = postsJobSchema.safeParse(job.data)
     if (!parsed.success) {
-      // A payload we cannot read is kept where operators look, not retried forever.
-      const raw = JSON.stringify(job.data ?? null).replaceAll('\\u0000', '\\\\u0000')
-      const reason = `invalid posts job ${job.id}: ${parsed.error.issues.map((i) => `${i.path.join('.')} ${i.message}`).join('; ')}`
-      await storeBatch(db, { posts: [], users: [], rejects: [{ reason, raw }], empty: 0 }, 'queue')
-      jobLog.warn(reason)
-      metrics?.batchInvalid()
-      return { inserted: 0, updated: 0, users: 0, rejects: 1, lines: 0 }
+      const issues = parsed.error.issues.map((i) => `${i.path.join('.')} ${i.message}`)
+      return rejectJob(job, issues.join('; '))
     }
     const { observed_at: observedAt, source } = parsed.data
     const started = performance.now()
@@ -357,7 +266,7 @@ export function createWriter(deps: WriterDeps): Writer {
     if (lines === undefined) {
       // Only a writer that committed this batch deletes its payload: it stopped before BullMQ
       // marked the job done, and the job came back. Nothing is left to store.
-      jobLog.warn({ payload: parsed.data.payload }, 'payload gone: batch was stored already')
+      log.warn({ jobId: job.id, payload: parsed.data.payload }, 'payload gone: batch was stored')
       return { inserted: 0, updated: 0, users: 0, rejects: 0, lines: 0 }
     }
     const { fresh, ...result } = await storeLines(db, lines, observedAt, source, recent)
@@ -366,16 +275,12 @@ export function createWriter(deps: WriterDeps): Writer {
     try {
       await dropPostsPayload(redis, parsed.data)
     } catch (err) {
-      // Committed all the same: a payload left behind costs memory, never a Post.
+      // Committed all the same: a payload left behind costs memory (the sweep takes it), never a Post.
       log.warn({ err, payload: parsed.data.payload }, 'could not delete a stored payload')
     }
     metrics?.batchStored({ ...result, lines: lines.length, seconds })
-    jobLog.debug(
-      {
-        lines: lines.length,
-        ...result,
-        ms: Math.round(performance.now() - started),
-      },
+    log.debug(
+      { jobId: job.id, lines: lines.length, ...result, ms: Math.round(seconds * 1000) },
       'batch stored',
     )
     return { ...result, lines: lines.length }

@@ -3,7 +3,6 @@ import { Readable } from 'node:stream'
 import pg from 'pg'
 import copyStreams from 'pg-copy-streams'
 import { normalizeLines } from '@threadline/domain'
-import { arrayLiteral } from '@threadline/db'
 
 const COLUMNS = [
   'id',
@@ -24,6 +23,11 @@ const COLUMNS = [
   'raw',
   'observed_at',
 ] as const
+
+/** A text[] literal: each element quoted, its quotes and backslashes escaped. */
+function arrayLiteral(items: readonly string[]): string {
+  return `{${items.map((t) => `"${t.replace(/["\\]/g, '\\$&')}"`).join(',')}}`
+}
 
 /** COPY text format: backslash, tab, newline and carriage return escaped; NULL is \N. */
 function field(value: unknown, column: string): string {

@@ -5,7 +5,7 @@ import { loadConfig } from '@threadline/config'
 import { addRules, createApp, sql } from '@threadline/db'
 import { createMetrics, createQueueSampler, metricsFromConfig } from '@threadline/metrics'
 import { ingestFromConfig, X_BACKOFF } from '@threadline/ingest'
-import { createQueue, type PostsJob, type PostsJobResult } from '@threadline/queue'
+import { addPostsBatch, createQueue, type PostsJob, type PostsJobResult } from '@threadline/queue'
 import { createRedis } from '@threadline/redis'
 import { withDeadline } from '@threadline/runtime'
 import { createSimulator } from '@threadline/simulator'
@@ -110,7 +110,9 @@ describe('metrics of a writer and an API in one process', () => {
       // The first batch again, newer: its Posts are updated, not inserted.
       { lines: lines.slice(0, 50), observed_at: observed(9) },
     ]
-    for (const job of jobs) await queue.add('posts', { source: 'test', ...job })
+    for (const job of jobs) {
+      await addPostsBatch(queue, env.redis, env.prefix, { source: 'test', ...job })
+    }
     await waitFor(
       'every batch stored',
       async () => (await queue.getCompletedCount()) === jobs.length,

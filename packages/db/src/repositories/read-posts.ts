@@ -1,6 +1,13 @@
-import { sql, type Expression, type ExpressionBuilder, type RawBuilder, type SqlBool } from 'kysely'
+import {
+  sql,
+  type CompiledQuery,
+  type Expression,
+  type ExpressionBuilder,
+  type RawBuilder,
+  type SqlBool,
+} from 'kysely'
 import type { WirePost, WireUser } from '@threadline/domain'
-import { PREPARE, queryRows, type Db } from '../connect.js'
+import { queryRows, type Db } from '../connect.js'
 import type { Database } from '../tables/index.js'
 
 /** A search condition over `posts`, as @threadline/query's compileSql returns. */
@@ -136,7 +143,6 @@ function lookupStatement(db: Db, fields: readonly string[]) {
     const { wanted, columns } = wireColumns(fields)
     const compiled = db
       .selectFrom('posts')
-      .modifyFront(PREPARE)
       .select(columns)
       .where('id', '=', sql<string>`any(${sql.val([])}::bigint[])`)
       .compile()
@@ -154,7 +160,7 @@ export async function wirePostsByIds(
 ): Promise<WirePostText[]> {
   if (ids.length === 0) return []
   const statement = lookupStatement(db, fields)
-  const rows = await queryRows<Record<string, unknown>>(db, statement.sql, [ids])
+  const rows = await queryRows<Record<string, unknown>>(db, statement.sql, [ids], { prepare: true })
   return rows.map((r) => wireJson(r, statement.wanted))
 }
 
@@ -168,7 +174,7 @@ export interface SearchWindow {
   /** Exclusive upper `created_at` bound. */
   endTime?: Date
   /**
-   * Run as a named prepared statement (see PREPARE). Only for conditions whose best plan does not
+   * Run as a named prepared statement (see queryRows). Only for conditions whose best plan does not
    * depend on their values, such as one conversation id: a prepared statement may settle on one
    * generic plan, which for a keyword of very uneven frequency can be far from the best one.
    * Counts never are: their generic plan (time bounds unknown) scans by time, 50× slower here.
@@ -195,7 +201,10 @@ export async function searchPosts(
   condition: PostCondition,
   window: SearchWindow & { beforeId?: string; limit: number },
 ): Promise<{ posts: ReadPost[]; more: boolean }> {
-  return page(await searchQuery(db, condition, window).select(POST_COLUMNS).execute(), window.limit)
+  return page(
+    await run(db, searchQuery(db, condition, window).select(POST_COLUMNS), window),
+    window.limit,
+  )
 }
 
 /** searchPosts, with the Posts in wire form (see WirePostText). */
@@ -206,7 +215,7 @@ export async function searchWirePosts(
   fields: readonly string[],
 ): Promise<{ posts: WirePostText[]; more: boolean }> {
   const { wanted, columns } = wireColumns(fields)
-  const rows = await searchQuery(db, condition, window).select(columns).execute()
+  const rows = await run(db, searchQuery(db, condition, window).select(columns), window)
   const { posts, more } = page(rows, window.limit)
   return { posts: posts.map((r) => wireJson(r, wanted)), more }
 }
@@ -217,9 +226,19 @@ function searchQuery(
   window: SearchWindow & { beforeId?: string; limit: number },
 ) {
   let query = windowed(db.selectFrom('posts').where(condition), window)
-  if (window.prepared) query = query.modifyFront(PREPARE)
   if (window.beforeId !== undefined) query = query.where('id', '<', window.beforeId)
   return query.orderBy('id', 'desc').limit(window.limit + 1)
+}
+
+/** Runs a search's query, by name when the window asks for it (see SearchWindow.prepared). */
+async function run<R>(
+  db: Db,
+  query: { execute(): Promise<R[]>; compile(): CompiledQuery<R> },
+  window: SearchWindow,
+): Promise<R[]> {
+  if (!window.prepared) return query.execute()
+  const { sql: text, parameters } = query.compile()
+  return queryRows<R>(db, text, parameters, { prepare: true })
 }
 
 /** Fetches one extra row to know whether another page exists. */
