@@ -8,7 +8,7 @@ import { activityOptionsFromConfig, type ActivityApiOptions } from './activity/o
 import { instrumentHttp } from './metrics.js'
 import { buildServer, type ApiServer } from './server.js'
 import { filteredStreamOptions, registerFilteredStream } from './stream/index.js'
-import type { FilteredStreamOptions } from './stream/route.js'
+import type { FilteredStreamOptions } from './routes/stream.js'
 import type { ApiOptions } from './types.js'
 
 /** Every statement of the API gives up after this long: a hostile query costs bounded time. */

@@ -1,7 +1,7 @@
-import { describe, expect, it } from 'vitest'
+import { describe, expect, expectTypeOf, it } from 'vitest'
 import { InvalidRequestError } from './errors.js'
 import { parseParams, queryEntries } from './params.js'
-import { LOOKUP_PARAMS, RULES_POST_PARAMS, SEARCH_RECENT_PARAMS } from './specs.js'
+import { COUNTS_PARAMS, LOOKUP_PARAMS, RULES_POST_PARAMS, SEARCH_RECENT_PARAMS } from './specs.js'
 
 const parse = (spec: Parameters<typeof parseParams>[0], qs: string) =>
   parseParams(spec, queryEntries(`/x?${qs}`))
@@ -16,6 +16,17 @@ const messages = (fn: () => unknown) => {
 }
 
 describe('parseParams', () => {
+  it('types its result by the spec: required present, aliases folded, enums literal', () => {
+    const p = parseParams(COUNTS_PARAMS, queryEntries('/x?query=a&granularity=day'))
+    expectTypeOf(p.query).toEqualTypeOf<string>()
+    expectTypeOf(p.granularity).toEqualTypeOf<'minute' | 'hour' | 'day' | undefined>()
+    expectTypeOf(p.start_time).toEqualTypeOf<Date | undefined>()
+    const l = parseParams(LOOKUP_PARAMS, queryEntries('/x?ids=1'))
+    expectTypeOf(l.ids).toEqualTypeOf<string[]>()
+    expectTypeOf(l).not.toHaveProperty('post.fields')
+    expect(p.granularity).toBe('day')
+  })
+
   it('parses lists, aliases and numbers', () => {
     const p = parse(LOOKUP_PARAMS, 'ids=1%2C2,3&tweet.fields=lang&post.fields=lang,author_id')
     expect(p.ids).toEqual(['1', '2', '3'])

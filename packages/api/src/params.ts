@@ -26,6 +26,41 @@ export type EndpointParams = Readonly<Record<string, ParamSpec>>
 export type ParamValue = string | string[] | number | boolean | Date
 export type ParsedParams = Record<string, ParamValue | undefined>
 
+/** The value a spec validates to: an `enum` or `list` keeps its values' literal types. */
+export type ValueOf<S extends ParamSpec> = S extends { kind: 'id' | 'string' }
+  ? string
+  : S extends { kind: 'ids' }
+    ? string[]
+    : S extends { kind: 'int' }
+      ? number
+      : S extends { kind: 'enum'; values: ReadonlyArray<infer V> }
+        ? V
+        : S extends { kind: 'list'; values: ReadonlyArray<infer V> }
+          ? V[]
+          : S extends { kind: 'time' }
+            ? Date
+            : S extends { kind: 'bool' }
+              ? boolean
+              : never
+
+type Canonical<E extends EndpointParams, K extends keyof E> = E[K] extends { aliasOf: string }
+  ? never
+  : K
+
+/**
+ * What parseParams returns for an endpoint's spec: required parameters present, the others
+ * optional, aliases folded into the name they stand for. Handlers take their types from here.
+ */
+export type Params<E extends EndpointParams> = {
+  -readonly [K in keyof E as E[K] extends { required: true } ? Canonical<E, K> : never]: ValueOf<
+    E[K]
+  >
+} & {
+  -readonly [K in keyof E as E[K] extends { required: true } ? never : Canonical<E, K>]?: ValueOf<
+    E[K]
+  >
+}
+
 const ID_PATTERN_TEXT = '^[0-9]{1,19}$'
 
 /** The query string of a raw URL as a multimap; `+` is a space, `%2C` and `,` both separate lists. */
@@ -121,11 +156,11 @@ function checkOne(
  * endpoint's spec. Throws InvalidRequestError listing every failure; returns values by canonical
  * name (aliases folded into the name they stand for).
  */
-export function parseParams(
-  spec: EndpointParams,
+export function parseParams<E extends EndpointParams>(
+  spec: E,
   entries: ReadonlyArray<readonly [string, string]>,
   path: Readonly<Record<string, string>> = {},
-): ParsedParams {
+): Params<E> {
   const errors: InvalidParameter[] = []
   const out: ParsedParams = {}
   const grouped = new Map<string, string[]>()
@@ -174,5 +209,6 @@ export function parseParams(
     }
   }
   if (errors.length > 0) throw new InvalidRequestError(errors)
-  return out
+  // @NOTE The one place the spec's type meets the values: each was checked against its spec above.
+  return out as Params<E>
 }

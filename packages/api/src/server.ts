@@ -20,8 +20,7 @@ import {
 } from './errors.js'
 import { createOpenApi } from './openapi.js'
 import { createPageTokens } from './page-token.js'
-import { registerActivityRoutes } from './activity/routes.js'
-import { registerRoutes } from './routes.js'
+import { registerRoutes } from './routes/index.js'
 
 import type { ApiDeps, AuthedApp } from './types.js'
 
@@ -204,8 +203,7 @@ export function buildServer(deps: ApiDeps): ApiServer {
   const openApi = createOpenApi()
   app.addHook('onRoute', openApi.onRoute)
   const ctx = { db, readDb, log, options, now, pageTokens }
-  registerRoutes(app, ctx)
-  registerActivityRoutes(app, ctx, { redis, prefix: options.prefix, options: options.activity })
+  registerRoutes(app, ctx, { redis, prefix: options.prefix, activity: options.activity })
 
   app.get('/health', async () => ({ status: 'ok' }))
   app.get('/ready', async (_request, reply) => {

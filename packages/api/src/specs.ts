@@ -9,7 +9,7 @@ import {
 } from '@threadline/domain'
 import type { EndpointParams } from './params.js'
 
-/** The field and expansion parameters every Post-returning endpoint takes (api.md §2.2). */
+/** The field and expansion parameters every Post-returning endpoint takes (docs/api.md §2.2). */
 export const FIELD_PARAMS = {
   'tweet.fields': { kind: 'list', values: TWEET_FIELDS, description: 'Post fields to return' },
   expansions: { kind: 'list', values: TWEET_EXPANSIONS, description: 'Objects to include' },
@@ -75,8 +75,33 @@ export const RULES_POST_PARAMS = {
   delete_all: { kind: 'bool' },
 } as const satisfies EndpointParams
 
-/** `GET /2/tweets/search/stream` (api.md §3.3). */
+/** `GET /2/tweets/search/stream` (docs/api.md §3.3). */
 export const STREAM_PARAMS = {
   backfill_minutes: { kind: 'int', min: 0, max: 5, description: 'Replay the last N minutes first' },
   ...FIELD_PARAMS,
+} as const satisfies EndpointParams
+
+/** `GET /2/activity/subscriptions` (docs/api.md §4.2). */
+export const SUBSCRIPTIONS_GET_PARAMS = {
+  max_results: { kind: 'int', min: 1, max: 1000 },
+  pagination_token: { kind: 'string' },
+} as const satisfies EndpointParams
+
+export const NO_PARAMS = {} as const satisfies EndpointParams
+
+export const SUBSCRIPTION_ID_PARAMS = {
+  subscription_id: { kind: 'id', required: true, description: 'A subscription id' },
+} as const satisfies EndpointParams
+
+export const WEBHOOK_ID_PARAMS = {
+  webhook_id: { kind: 'id', required: true, description: 'A webhook id' },
+} as const satisfies EndpointParams
+
+export const WEBHOOKS_GET_PARAMS = {
+  'webhook_config.fields': { kind: 'list', values: ['created_at', 'id', 'url', 'valid'] },
+} as const satisfies EndpointParams
+
+/** `GET /2/activity/stream` (docs/api.md §4.2). */
+export const ACTIVITY_STREAM_PARAMS = {
+  backfill_minutes: { kind: 'int', min: 0, max: 5 },
 } as const satisfies EndpointParams

@@ -1,10 +1,9 @@
-import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { Db } from '@threadline/db'
 import type { Logger } from '@threadline/logger'
 import type { Redis } from '@threadline/redis'
 import type { ActivityApiOptions } from './activity/options.js'
 import type { PageTokens } from './page-token.js'
-import type { EndpointParams, ParsedParams } from './params.js'
+import type { EndpointParams } from './params.js'
 
 export type RateGroup = 'lookup' | 'search' | 'counts' | 'rules'
 
@@ -52,15 +51,6 @@ declare module 'fastify' {
     /** The rate-limit bucket and OpenAPI operation of a `/2/` route. */
     endpoint?: { name: string; group: RateGroup; params: EndpointParams; summary: string }
   }
-}
-
-/** What a route handler gets: validated parameters and the calling app. */
-export interface RouteContext {
-  params: ParsedParams
-  client: AuthedApp
-  request: FastifyRequest
-  reply: FastifyReply
-  now: Date
 }
 
 export type ServerContext = {

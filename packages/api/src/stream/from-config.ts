@@ -1,5 +1,5 @@
 import type { Config } from '@threadline/config'
-import type { FilteredStreamOptions } from './route.js'
+import type { FilteredStreamOptions } from '../routes/stream.js'
 
 /** A bare `\r\n` after this long without traffic (X: 10 s; clients give up after ≈ 20 s). */
 const KEEPALIVE_MS = 10_000

@@ -1,5 +1,5 @@
 export * from './connection.js'
 export * from './hub.js'
-export * from './route.js'
+export * from '../routes/stream.js'
 export * from './render-stream.js'
 export * from './from-config.js'

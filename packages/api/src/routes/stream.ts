@@ -1,14 +1,24 @@
 import type { FastifyInstance } from 'fastify'
 import type { Db } from '@threadline/db'
-import { selection } from '@threadline/domain'
 import type { Logger } from '@threadline/logger'
 import { createConnectionSlots, type ConnectionSlots, type Redis } from '@threadline/redis'
 import { withDeadline } from '@threadline/runtime'
 import { ApiError, PROBLEM_BASE, serviceUnavailable } from '../errors.js'
-import { parseParams, queryEntries } from '../params.js'
 import { STREAM_PARAMS } from '../specs.js'
-import { StreamRegistry } from './connection.js'
-import { StreamHub, type StreamHubOptions } from './hub.js'
+import { StreamRegistry } from '../stream/connection.js'
+import { StreamHub, type StreamHubOptions } from '../stream/hub.js'
+import { fieldSelection } from './fields.js'
+import { addRoute, systemClock, type Endpoint } from './route.js'
+
+export const FILTERED_STREAM = {
+  method: 'GET',
+  url: '/2/tweets/search/stream',
+  name: 'search-stream',
+  // Its own window (by name), with the rules endpoints' limit per 15 minutes.
+  group: 'rules',
+  params: STREAM_PARAMS,
+  summary: 'Filtered stream of the Posts matching the app’s rules',
+} as const satisfies Endpoint<typeof STREAM_PARAMS>
 
 export interface FilteredStreamOptions extends StreamHubOptions {
   /** A bare `\r\n` after this long without traffic. */
@@ -47,7 +57,7 @@ export function noRulesError(): ApiError {
 }
 
 /**
- * `GET /2/tweets/search/stream` (api.md §3.3) on a server not yet ready: the route, the hub (started
+ * `GET /2/tweets/search/stream` (docs/api.md §3.3) on a server not yet ready: the route, the hub (started
  * by `onReady`, stopped by `onClose`) and the preClose hook that sends every open stream the
  * OperationalDisconnect line (without it app.close() would wait for them forever).
  */
@@ -103,40 +113,22 @@ export function registerFilteredStream(
     await hub.close()
   })
 
-  app.route({
-    method: 'GET',
-    url: '/2/tweets/search/stream',
-    config: {
-      endpoint: {
-        name: 'search-stream',
-        // Its own window (by name), with the rules endpoints' limit per 15 minutes.
-        group: 'rules',
-        params: STREAM_PARAMS,
-        summary: 'Filtered stream of the Posts matching the app’s rules',
-      },
-    },
-    handler: async (request, reply) => {
-      const p = parseParams(STREAM_PARAMS, queryEntries(request.url))
-      const sel = selection(
-        (p['tweet.fields'] as string[] | undefined) ?? [],
-        (p.expansions as string[] | undefined) ?? [],
-        (p['user.fields'] as string[] | undefined) ?? [],
-      )
-      const appId = request.client!.app_id
-      await whenHubReady()
-      const lease = await hub.retainApp(appId)
-      let conn
-      try {
-        if (lease.ruleCount === 0) throw noRulesError()
-        conn = await registry.open(reply, appId)
-      } catch (err) {
-        lease.release()
-        throw err
-      }
-      conn.onClose(() => lease.release())
-      hub.attach(conn, sel, (p.backfill_minutes as number | undefined) ?? 0)
-      return reply
-    },
+  addRoute(app, systemClock, FILTERED_STREAM, async (c) => {
+    const sel = fieldSelection(c.params)
+    const appId = c.client.app_id
+    await whenHubReady()
+    const lease = await hub.retainApp(appId)
+    let conn
+    try {
+      if (lease.ruleCount === 0) throw noRulesError()
+      conn = await registry.open(c.reply, appId)
+    } catch (err) {
+      lease.release()
+      throw err
+    }
+    conn.onClose(() => lease.release())
+    hub.attach(conn, sel, c.params.backfill_minutes ?? 0)
+    return undefined
   })
 
   return { hub, registry }

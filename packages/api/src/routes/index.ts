@@ -1,0 +1,34 @@
+import type { FastifyInstance } from 'fastify'
+import type { Redis } from '@threadline/redis'
+import { DEFAULT_ACTIVITY_OPTIONS, type ActivityApiOptions } from '../activity/options.js'
+import type { ServerContext } from '../types.js'
+import { registerActivityStreamRoute } from './activity-stream.js'
+import { registerSubscriptionRoutes } from './activity-subscriptions.js'
+import { registerCountsRoutes } from './counts.js'
+import { registerLookupRoutes } from './lookup.js'
+import { registerRulesRoutes } from './rules.js'
+import { registerSearchRoutes } from './search.js'
+import { registerWebhookRoutes } from './webhooks.js'
+
+/**
+ * Every `/2/` route but the filtered stream (registered beside its hub, routes/stream.ts), one
+ * file per resource.
+ */
+export function registerRoutes(
+  app: FastifyInstance,
+  ctx: ServerContext,
+  deps: { redis: Redis; prefix: string; activity?: Partial<ActivityApiOptions> },
+): void {
+  const activity = { ...DEFAULT_ACTIVITY_OPTIONS, ...deps.activity }
+  registerLookupRoutes(app, ctx)
+  registerSearchRoutes(app, ctx)
+  registerCountsRoutes(app, ctx)
+  registerRulesRoutes(app, ctx)
+  registerSubscriptionRoutes(app, ctx, activity)
+  registerWebhookRoutes(app, ctx, activity)
+  registerActivityStreamRoute(app, ctx, {
+    redis: deps.redis,
+    prefix: deps.prefix,
+    options: activity,
+  })
+}
