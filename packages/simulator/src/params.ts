@@ -1,18 +1,8 @@
 /** X's parameter lists (OpenAPI 2.159) and request validation with X's 400 bodies. */
-import { TWEET_EXPANSIONS, TWEET_FIELDS, USER_FIELDS } from '@threadline/domain'
+import { parseTime, TWEET_EXPANSIONS, TWEET_FIELDS, USER_FIELDS } from '@threadline/domain'
 
 // X's lists (OpenAPI 2.159) live in one place, the domain package.
 export { TWEET_FIELDS, USER_FIELDS, TWEET_EXPANSIONS as EXPANSIONS } from '@threadline/domain'
-
-export const FIELD_PARAMS = [
-  'tweet.fields',
-  'post.fields',
-  'expansions',
-  'user.fields',
-  'media.fields',
-  'poll.fields',
-  'place.fields',
-]
 
 const ENUMS: Record<string, readonly string[]> = {
   'tweet.fields': TWEET_FIELDS,
@@ -147,4 +137,75 @@ export function boolParam(params: Map<string, string>, name: string): boolean {
     raw,
     `The \`${name}\` query parameter value [${raw}] is not one of [true,false]`,
   )
+}
+
+/** One parameter's check: its value from the query string, or X's 400 when it is wrong. */
+export type Reader<T> = (params: Map<string, string>, name: string) => T
+
+/** A route's parameters, in X's order (the order its "not one of" message lists them). */
+export type ParamsSpec = Readonly<Record<string, Reader<unknown>>>
+
+/** What a spec reads to: each parameter typed by its reader. */
+export type ParamsOf<S extends ParamsSpec> = { [K in keyof S]: ReturnType<S[K]> }
+
+/** Taken as written. */
+export const text: Reader<string | undefined> = (params, name) => params.get(name)
+
+/** Required and not blank. */
+export const requiredText: Reader<string> = (params, name) => {
+  const raw = params.get(name)
+  if (raw === undefined || raw.trim() === '') {
+    throw invalid(name, raw ?? '', `The \`${name}\` query parameter can not be empty`)
+  }
+  return raw
+}
+
+export const int =
+  (fallback: number, min: number, max: number): Reader<number> =>
+  (params, name) =>
+    intParam(params, name, fallback, min, max)
+
+export const id: Reader<string | undefined> = idParam
+
+export const idList =
+  (max: number): Reader<string[]> =>
+  (params, name) =>
+    idListParam(params, name, max)
+
+export const optionalIdList =
+  (max: number): Reader<string[] | undefined> =>
+  (params, name) =>
+    params.has(name) ? idListParam(params, name, max) : undefined
+
+export const bool: Reader<boolean> = boolParam
+
+/** An RFC 3339 time: epoch milliseconds, and the text as written (X's messages echo it). */
+export const time: Reader<{ ms: number; raw: string } | undefined> = (params, name) => {
+  const raw = params.get(name)
+  if (raw === undefined) return undefined
+  const t = parseTime(raw)
+  if (!t) {
+    throw invalid(name, raw, `Invalid '${name}':'${raw}'. '${name}' must be a valid RFC 3339 time`)
+  }
+  return { ms: t.getTime(), raw }
+}
+
+/** The field and expansion parameters of a Post-returning route. */
+export const FIELD_PARAMS = {
+  'tweet.fields': text,
+  'post.fields': text,
+  expansions: text,
+  'user.fields': text,
+  'media.fields': text,
+  'poll.fields': text,
+  'place.fields': text,
+} as const satisfies ParamsSpec
+
+/** Checks the query string against a spec: unknown or duplicate names first, then each value. */
+export function parseQuery<S extends ParamsSpec>(search: URLSearchParams, spec: S): ParamsOf<S> {
+  const raw = readParams(search, Object.keys(spec))
+  const out: Record<string, unknown> = {}
+  for (const [name, read] of Object.entries(spec)) out[name] = read(raw, name)
+  // @NOTE The one place the spec's type meets the values: each came from its own reader.
+  return out as ParamsOf<S>
 }

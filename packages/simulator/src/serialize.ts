@@ -37,9 +37,18 @@ const USER_KEYS = [
   'public_metrics',
 ]
 
-export function viewOf(params: Map<string, string>): View {
-  const list = (name: string) => (params.get(name) ?? '').split(',').filter((v) => v !== '')
-  const tweetFields = params.get('tweet.fields') ?? params.get('post.fields')
+/** The field parameters a request gave (each as written). */
+export interface FieldValues {
+  'tweet.fields'?: string | undefined
+  'post.fields'?: string | undefined
+  'user.fields'?: string | undefined
+  expansions?: string | undefined
+}
+
+export function viewOf(params: FieldValues): View {
+  const list = (name: 'user.fields' | 'expansions') =>
+    (params[name] ?? '').split(',').filter((v) => v !== '')
+  const tweetFields = params['tweet.fields'] ?? params['post.fields']
   // X returns id, text and edit_history_tweet_ids when no tweet.fields are asked for.
   const postFields = new Set(
     tweetFields === undefined ? ['edit_history_tweet_ids'] : tweetFields.split(','),
