@@ -5,7 +5,7 @@ import Fastify, {
   type FastifyInstance,
   type FastifyReply,
 } from 'fastify'
-import { findAppByToken, sql } from '@threadline/db'
+import { findAppByToken } from '@threadline/db'
 import { closeRedis, createRateLimiter, type RateLimitResult } from '@threadline/redis'
 import { once, type Service } from '@threadline/runtime'
 import {
@@ -20,7 +20,9 @@ import {
 } from './errors.js'
 import { createOpenApi } from './openapi.js'
 import { createPageTokens } from './page-token.js'
+import { registerHealthRoutes } from './routes/health.js'
 import { registerRoutes } from './routes/index.js'
+import { registerOpenApiRoute } from './routes/openapi.js'
 
 import type { ApiDeps, AuthedApp } from './types.js'
 
@@ -205,25 +207,8 @@ export function buildServer(deps: ApiDeps): ApiServer {
   const ctx = { db, readDb, log, options, now, pageTokens }
   registerRoutes(app, ctx, { redis, prefix: options.prefix, activity: options.activity })
 
-  app.get('/health', async () => ({ status: 'ok' }))
-  app.get('/ready', async (_request, reply) => {
-    try {
-      await Promise.race([
-        Promise.all([
-          sql`SELECT 1`.execute(db),
-          readDb === db ? undefined : sql`SELECT 1`.execute(readDb),
-          redis.ping(),
-        ]),
-        new Promise((_, reject) => setTimeout(() => reject(new Error('timeout')), 2_000).unref()),
-      ])
-      return { status: 'ready' }
-    } catch (err) {
-      log.warn({ err }, 'not ready')
-      const e = serviceUnavailable()
-      return reply.status(e.status).send(e.body)
-    }
-  })
-  app.get('/2/openapi.json', async () => openApi.document())
+  registerHealthRoutes(app, { db, readDb, redis, log })
+  registerOpenApiRoute(app, openApi)
 
   let address = ''
   return {
