@@ -184,7 +184,6 @@ export function createSimulator(options: SimulatorOptions = {}): Simulator {
     hub,
     compile,
     maxConnections,
-    logger,
     connected: () => void streamConnects++,
   }
   const routes: SimRoute[] = [

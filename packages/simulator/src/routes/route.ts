@@ -1,5 +1,4 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
-import type { Logger } from '@threadline/logger'
 import { parseQuery, type ParamsOf, type ParamsSpec } from '../params.js'
 import type { RuleCompiler, RuleStore } from '../rules.js'
 import type { Route, StreamHub } from '../stream.js'
@@ -72,7 +71,6 @@ export interface SimContext {
   hub: StreamHub
   compile: RuleCompiler
   maxConnections: number
-  logger: Logger
   /** Counts a stream connection accepted (stats). */
   connected(): void
 }
