@@ -21,30 +21,27 @@ export interface ConversationSkeleton {
 
 /**
  * The skeleton of a conversation as one row: each tree column of its Posts as one comma-joined
- * text, in id order, so that the client parses five strings rather than a row object per Post.
- * `s` is the conversation's Posts from posts_conversation_tree_idx alone (an index-only scan once
- * vacuum has marked the pages all-visible); the version is read in the same statement (one
- * snapshot), so a skeleton is labelled with the version of exactly what it holds.
+ * text (element i of each is Post i), so that the client parses five strings rather than a row
+ * object per Post. Read from posts_conversation_tree_idx alone (an index-only scan once vacuum has
+ * marked the pages all-visible); the version is read in the same statement (one snapshot), so a
+ * skeleton is labelled with the version of exactly what it holds.
  */
-const SKELETON_CTE = `
-  s AS MATERIALIZED (
-    SELECT id, in_reply_to_post_id AS parent, author_id AS author,
-      (date_part('epoch', created_at) * 1000)::bigint AS ms, coalesce(like_count, 0) AS likes
-    FROM posts WHERE conversation_id = $1 ORDER BY id)`
-const SKELETON_ROW = `
+const SKELETON = `
   SELECT 0 AS kind, (SELECT version::text FROM conversations WHERE id = $1) AS version,
     (SELECT reply_count FROM posts WHERE id = $1) AS reported, count(*)::int AS n,
-    string_agg(id::text, ',') AS ids, string_agg(coalesce(parent::text, ''), ',') AS parents,
-    string_agg(coalesce(author::text, ''), ',') AS authors, string_agg(ms::text, ',') AS ms,
-    string_agg(likes::text, ',') AS likes
-  FROM s`
-const SKELETON = `WITH ${SKELETON_CTE} ${SKELETON_ROW}`
+    string_agg(id::text, ',') AS ids,
+    string_agg(coalesce(in_reply_to_post_id::text, ''), ',') AS parents,
+    string_agg(coalesce(author_id::text, ''), ',') AS authors,
+    string_agg(((date_part('epoch', created_at) * 1000)::bigint)::text, ',') AS ms,
+    string_agg(coalesce(like_count, 0)::text, ',') AS likes
+  FROM posts WHERE conversation_id = $1`
 
 /**
  * SKELETON, followed by each Post in wire form (the columns of read-posts' wire lookup) when the
- * conversation holds at most $2 Posts: a small conversation's page then costs one statement.
- * Above that the lookup's condition is a one-time filter that is false, and nothing but the
- * index is read. Compiled once per field list.
+ * conversation's counter says it holds at most $2 Posts: a small conversation's page then costs
+ * one statement. Above that the second part is a one-time filter that is false; its LIMIT keeps
+ * its estimate small, so no plan of it is costly enough to be compiled (JIT). The caller checks
+ * that it got every Post. Compiled once per field list.
  */
 const skeletonStatements = new Map<string, { sql: string; wanted: string[] }>()
 
@@ -57,21 +54,21 @@ function skeletonWithPosts(db: Db, fields: readonly string[]) {
     const lookup = db
       .selectFrom('posts')
       .select(columns)
-      .where(sql<boolean>`posts.id = s.id`)
+      .where(
+        sql<boolean>`conversation_id = $1 AND (SELECT post_count FROM conversations WHERE id = $1) <= $2`,
+      )
       .compile()
     const nulls = wanted.map((_, i) => `, NULL::text AS f${i}`).join('')
     statement = {
       wanted,
       sql: `
-        WITH ${SKELETON_CTE}
-        SELECT * FROM (${SKELETON_ROW}) head
+        SELECT * FROM (${SKELETON}) head
           CROSS JOIN (SELECT NULL::text AS wire_id, NULL::text AS wire_text${nulls}) none
         UNION ALL
         SELECT 1, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, w.id::text, w.text${wanted
           .map((_, i) => `, w.f${i}`)
           .join('')}
-        FROM s CROSS JOIN LATERAL (${lookup.sql}) w
-        WHERE (SELECT count(*) FROM s) <= $2`,
+        FROM (${lookup.sql} LIMIT $2) w`,
     }
     if (skeletonStatements.size < 256) skeletonStatements.set(key, statement)
   }
@@ -122,7 +119,8 @@ export async function readConversationSkeleton(
     likes: Int32Array.from(split(head.likes), Number),
   }
   let wirePosts: Map<string, string> | undefined
-  if (statement && result.length > 1) {
+  // Every Post or none: the counter that gates them could be behind the rows.
+  if (statement && n > 0 && result.length === n + 1) {
     wirePosts = new Map()
     for (const row of result) {
       if (row.kind !== 1) continue
