@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify'
 import type { Redis } from '@threadline/redis'
 import { DEFAULT_ACTIVITY_OPTIONS, type ActivityApiOptions } from '../activity/options.js'
+import { registerConversationRoutes } from '../conversations/index.js'
 import type { ServerContext } from '../types.js'
 import { registerActivityStreamRoute } from './activity-stream.js'
 import { registerSubscriptionRoutes } from './activity-subscriptions.js'
@@ -12,7 +13,7 @@ import { registerWebhookRoutes } from './webhooks.js'
 
 /**
  * Every `/2/` route but the filtered stream (registered beside its hub, routes/stream.ts), one
- * file per resource.
+ * file per resource; the conversation resources live in conversations/.
  */
 export function registerRoutes(
   app: FastifyInstance,
@@ -24,6 +25,7 @@ export function registerRoutes(
   registerSearchRoutes(app, ctx)
   registerCountsRoutes(app, ctx)
   registerRulesRoutes(app, ctx)
+  registerConversationRoutes(app, ctx)
   registerSubscriptionRoutes(app, ctx, activity)
   registerWebhookRoutes(app, ctx, activity)
   registerActivityStreamRoute(app, ctx, {
