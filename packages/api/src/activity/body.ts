@@ -22,11 +22,12 @@ export function jsonObjectBody(
   } catch {
     throw fail('body', [], 'The request body is not valid JSON.')
   }
-  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
-    throw fail('body', [], 'The request body must be a JSON object.')
-  }
-  return parsed as Record<string, unknown>
+  if (!isObject(parsed)) throw fail('body', [], 'The request body must be a JSON object.')
+  return parsed
 }
+
+const isObject = (v: unknown): v is Record<string, unknown> =>
+  typeof v === 'object' && v !== null && !Array.isArray(v)
 
 function fail(name: string, values: string[], message: string): InvalidRequestError {
   return new InvalidRequestError([{ parameters: { [name]: values }, message }])
@@ -112,14 +113,14 @@ export function parseCreateSubscription(body: Record<string, unknown>): CreateSu
   const filter = body.filter
   if (filter === undefined) {
     c.add('filter', undefined, 'The `filter` body parameter can not be empty')
-  } else if (typeof filter !== 'object' || filter === null || Array.isArray(filter)) {
+  } else if (!isObject(filter)) {
     c.add(
       'filter',
       filter,
       'The `filter` body parameter must be an object with `user_id` and/or `keyword`',
     )
   } else {
-    const f = filter as Record<string, unknown>
+    const f = filter
     c.unknownKeys(f, ['user_id', 'keyword'], 'filter.')
     if (f.user_id !== undefined) userId = c.id('filter.user_id', f.user_id)
     if (f.keyword !== undefined) keyword = c.string('filter.keyword', f.keyword, 1, 150)
