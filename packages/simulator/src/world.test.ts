@@ -8,7 +8,8 @@ const DAY = 86_400_000
 
 const all = (w: ReturnType<typeof createWorld>): SimPost[] => [...w.newestFirst()].reverse()
 
-describe('world generator', () => {
+// Whole-world checks walk every generated Post: a loaded machine takes seconds over them.
+describe('world generator', { timeout: 30_000 }, () => {
   const world = createWorld({ seed: 7, now: NOW })
   const posts = all(world)
 
