@@ -19,6 +19,8 @@ export interface ApiOptions {
   bodyLimit: number
   tokenCacheMs: number
   tokenSecret: string
+  /** How long a client may take to send a whole request (a default when absent). */
+  requestTimeoutMs?: number
   /** The clock, for tests of time windows. */
   now?: () => Date
   /** Activity subscriptions, webhooks and the activity stream (defaults when absent). */
