@@ -64,7 +64,7 @@ export function buildServer(deps: ApiDeps): ApiServer {
   const log = deps.logger.child({ component: 'api' })
   const now = options.now ?? (() => new Date())
   const limiter = createRateLimiter(redis, { prefix: options.prefix })
-  const pageTokens = createPageTokens(options.tokenSecret)
+  const pageTokens = createPageTokens(options.tokenSecret, options.previousTokenSecret)
 
   const requestTimeout = options.requestTimeoutMs ?? REQUEST_TIMEOUT_MS
   const app = Fastify({
