@@ -1,3 +1,4 @@
+import { createHmac } from 'node:crypto'
 import fc from 'fast-check'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { apiFromConfig, type ApiServer } from '@threadline/api'
@@ -65,7 +66,7 @@ beforeAll(async () => {
   // Real tokens to replay: a page of search and one of counts.
   for (const path of [
     '/2/tweets/search/recent?query=conversation_id%3A' + conversation.rootId + '&max_results=10',
-    '/2/tweets/counts/all?query=the&granularity=minute&start_time=2026-01-01T00:00:00Z',
+    '/2/tweets/counts/all?query=coffee&granularity=minute&start_time=2026-01-01T00:00:00Z',
   ]) {
     const res = await fetch(base + path, { headers: { authorization: `Bearer ${token}` } })
     const body = (await res.json()) as { meta?: { next_token?: string } }
@@ -249,6 +250,46 @@ describe('fuzz: the API under hostile input', () => {
         },
       ),
       { seed: SEED, numRuns: 2_000, endOnFailure: true },
+    )
+  })
+
+  it('pagination tokens signed with a leaked secret, claiming any position', async () => {
+    // The token format of packages/api/src/page-token.ts: base64url(position) "." HMAC prefix.
+    const forge = (scope: string, position: string) =>
+      `${Buffer.from(position).toString('base64url')}.${createHmac('sha256', secrets[0]!)
+        .update(scope)
+        .update('\n')
+        .update(position)
+        .digest()
+        .subarray(0, 12)
+        .toString('base64url')}`
+    const position = fc.oneof(
+      fc.bigInt({ min: -(2n ** 70n), max: 2n ** 70n }).map(String),
+      fc.date({ noInvalidDate: true }).map((d) => String(d.getTime())),
+      fc.integer({ min: -400, max: 400 }).map((days) => String(Date.now() + days * 86_400_000)),
+      idArb,
+      fc.string({ maxLength: 30 }),
+    )
+    await fc.assert(
+      fc.asyncProperty(
+        fc.constantFrom('recent', 'all'),
+        fc.constantFrom('counts', 'search'),
+        fc.constantFrom('minute', 'hour', 'day'),
+        position,
+        async (kind, endpoint, granularity, at) => {
+          const query = 'coffee'
+          const counts = endpoint === 'counts'
+          const scope = [`${endpoint}/${kind}`, query, '', '', '', '']
+          if (counts) scope.push(granularity)
+          const t = forge(scope.join('\n'), at)
+          await check({
+            method: 'GET',
+            path: `/2/tweets/${endpoint}/${kind}?query=${query}${counts ? `&granularity=${granularity}` : ''}&next_token=${t}`,
+            headers: { authorization: `Bearer ${token}` },
+          })
+        },
+      ),
+      { seed: SEED, numRuns: 300, endOnFailure: true },
     )
   })
 

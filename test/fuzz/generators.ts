@@ -181,7 +181,10 @@ export function paramValue(name: string, tokens: readonly string[]): fc.Arbitrar
     backfill_minutes: fc.integer({ min: -1, max: 7 }).map(String),
   }
   return fc.oneof(
-    { weight: 6, arbitrary: typed[name] ?? fc.string({ maxLength: 20 }) },
+    {
+      weight: 6,
+      arbitrary: Object.hasOwn(typed, name) ? typed[name]! : fc.string({ maxLength: 20 }),
+    },
     { weight: 1, arbitrary: fc.constantFrom(...HOSTILE) },
   )
 }
