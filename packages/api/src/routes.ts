@@ -41,7 +41,7 @@ import {
 
 const DAY_MS = 86_400_000
 /** Rule values parsed between two turns of the event loop. */
-const RULE_PARSE_SLICE = 50
+const RULE_PARSE_SLICE = 10
 const RECENT_DAYS = 7
 
 type Body = Record<string, unknown>
