@@ -94,6 +94,7 @@ export async function apiFromConfig(
       tokenCacheMs: TOKEN_CACHE_MS,
       tokenSecret: secrets.current,
       previousTokenSecret: secrets.previous,
+      backfillSource: config.UPSTREAM_SEARCH,
       activity: activityOptionsFromConfig(config, tuning.activity),
       ...tuning.server,
     },

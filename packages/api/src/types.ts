@@ -24,6 +24,8 @@ export interface ApiOptions {
   previousTokenSecret?: string
   /** How long a client may take to send a whole request (a default when absent). */
   requestTimeoutMs?: number
+  /** The search backfills use (UPSTREAM_SEARCH), shown for those not started yet; default recent. */
+  backfillSource?: 'recent' | 'all'
   /** The clock, for tests of time windows. */
   now?: () => Date
   /** Activity subscriptions, webhooks and the activity stream (defaults when absent). */
