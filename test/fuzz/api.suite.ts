@@ -37,6 +37,10 @@ let secrets: string[]
 /** Pagination tokens the server handed out, for the generators to replay and alter. */
 const tokens: string[] = []
 let rssAtStart = 0
+/** How many answers of each status the run saw, printed at its end. */
+const statuses = new Map<number, number>()
+/** The stored conversation's root, for the tree route. */
+let rootId = '1'
 
 beforeAll(async () => {
   console.log(`fuzz seed: ${SEED} (replay: FUZZ_SEED=${SEED} pnpm test:fuzz)`)
@@ -62,6 +66,7 @@ beforeAll(async () => {
   const stored = await findApp(env.db, app.app_id)
   secrets = [current, app.consumer_secret, stored!.consumer_secret]
   const conversation = generateConversation({ size: 40, seed: 7, startMs: Date.now() - 3_600_000 })
+  rootId = conversation.rootId
   await storeBatch(env.db, normalizeLines(conversation.lines, new Date().toISOString()), 'fuzz')
   // Real tokens to replay: a page of search and one of counts.
   for (const path of [
@@ -106,6 +111,7 @@ async function check(req: Sent, { stream = false } = {}): Promise<void> {
     clearTimeout(timer)
   }
   const ms = performance.now() - started
+  statuses.set(status, (statuses.get(status) ?? 0) + 1)
   const what = `${req.method} ${req.path.slice(0, 300)} body=${(req.body ?? '').slice(0, 300)} → ${status} ${text.slice(0, 300)}`
   expect(status, what).toBeLessThan(500)
   expect(ms, `answered in ${Math.round(ms)} ms: ${what}`).toBeLessThan(SLOW_MS)
@@ -140,6 +146,17 @@ const ROUTES: Array<{ method: string; path: fc.Arbitrary<string>; stream?: boole
   { method: 'DELETE', path: idArb.map((id) => `/2/webhooks/${enc(id)}`) },
   { method: 'PUT', path: idArb.map((id) => `/2/webhooks/${enc(id)}`) },
   { method: 'GET', path: fc.constant('/2/activity/stream'), stream: true },
+  { method: 'GET', path: fc.constant('/2/conversations') },
+  {
+    method: 'GET',
+    // The stored root is read when a value is generated, after beforeAll stored it.
+    path: fc
+      .oneof(
+        idArb,
+        fc.constant('').map(() => rootId),
+      )
+      .map((id) => `/2/conversations/${enc(id)}`),
+  },
   { method: 'GET', path: fc.constantFrom('/health', '/ready', '/2/openapi.json', '/2/nope', '/') },
 ]
 
@@ -296,7 +313,10 @@ describe('fuzz: the API under hostile input', () => {
   it('the process did not grow past its bound', () => {
     global.gc?.()
     const grown = process.memoryUsage().rss - rssAtStart
-    console.log(`fuzz: RSS grew ${Math.round(grown / 1048576)} MB over the run`)
+    const seen = [...statuses].sort(([a], [b]) => a - b).map(([s, n]) => `${s}: ${n}`)
+    console.log(
+      `fuzz: RSS grew ${Math.round(grown / 1048576)} MB over the run; answers ${seen.join(', ')}`,
+    )
     expect(grown).toBeLessThan(RSS_BOUND)
   })
 })

@@ -179,6 +179,7 @@ export function paramValue(name: string, tokens: readonly string[]): fc.Arbitrar
     dry_run: fc.constantFrom('true', 'false', 'TRUE', '1', 'yes'),
     delete_all: fc.constantFrom('true', 'false'),
     backfill_minutes: fc.integer({ min: -1, max: 7 }).map(String),
+    sort: fc.constantFrom('oldest', 'newest', 'top', 'random'),
   }
   return fc.oneof(
     {
@@ -210,6 +211,7 @@ export const PARAM_NAMES = [
   'dry_run',
   'delete_all',
   'backfill_minutes',
+  'sort',
 ] as const
 
 /** Pagination tokens: ones the server handed out, altered ones, and made-up ones. */

@@ -58,7 +58,9 @@ export function createAuthenticator(db: Db, cacheMs: number) {
     const now = Date.now()
     const hit = header === undefined ? undefined : known.get(header)
     if (hit && hit.expires > now) return { app: hit.app }
-    if (overBudget(address, now, false)) return { limited: true }
+    // A token known before is looked up again whatever its address sent: garbage from a shared
+    // address cannot lock a real client out.
+    if (!hit && overBudget(address, now, false)) return { limited: true }
     const m = header ? /^Bearer +(\S{1,512})\s*$/i.exec(header) : null
     const cachedUnknown = header === undefined ? undefined : unknown.get(header)
     if (!m || (cachedUnknown !== undefined && cachedUnknown > now)) {

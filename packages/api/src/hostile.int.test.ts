@@ -221,6 +221,24 @@ describe('bearer tokens', () => {
     }
     expect([...statuses].sort()).toEqual([401, 429])
   })
+
+  it('a client known before is not locked out by garbage from its address', async () => {
+    const known = await createApp(env.db, 'neighbour')
+    // Every lookup expires at once: the known token is looked up again each time, and is not
+    // refused along with the garbage.
+    const again = await startTestServer(env, { tokenSecret: SECRET, tokenCacheMs: 0 })
+    const via = (t: string) =>
+      again.server.app.inject({
+        method: 'GET',
+        url: '/2/tweets?ids=1',
+        headers: auth(t),
+        remoteAddress: '10.201.0.2',
+      })
+    expect((await via(known.bearer_token)).statusCode).toBe(200)
+    for (let i = 0; i < 400; i++) await via(`flood-${i}`)
+    expect((await via('one-more')).statusCode).toBe(429)
+    expect((await via(known.bearer_token)).statusCode).toBe(200)
+  })
 })
 
 describe('slow clients', () => {
