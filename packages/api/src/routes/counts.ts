@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify'
 import { countPosts } from '@threadline/db'
+import { countsPage } from '../counts-page.js'
 import { compileQuery } from '../query-language.js'
 import { COUNTS_PARAMS } from '../specs.js'
 import type { ServerContext } from '../types.js'
@@ -39,32 +40,30 @@ export function registerCountsRoutes(app: FastifyInstance, ctx: ServerContext): 
     const startTime = w.startTime ?? new Date(endTime.getTime() - 30 * DAY_MS)
     const granularity = c.params.granularity ?? 'hour'
     const scope = tokenScope(c.request, `counts/${kind}`, query, w, granularity)
-    // counts/all pages backwards by 31 days; the token holds the end of the next (older) page.
-    let pageEnd = endTime
+    // Pages go backwards in time; a token holds the end of the next (older) page.
+    let position: number | undefined
     const token = pageToken(c.params)
     if (token) {
-      const position = pageTokens.decode(scope, token.value)
-      const ms = position !== undefined && /^\d{1,15}$/.test(position) ? Number(position) : NaN
-      if (Number.isNaN(ms)) throw invalidToken(token.name, token.value)
-      pageEnd = new Date(ms)
+      const decoded = pageTokens.decode(scope, token.value)
+      position = decoded !== undefined && /^\d{1,15}$/.test(decoded) ? Number(decoded) : NaN
     }
-    let pageStart = startTime
-    if (kind === 'all' && pageEnd.getTime() - startTime.getTime() > 31 * DAY_MS) {
-      pageStart = new Date(pageEnd.getTime() - 31 * DAY_MS)
-    }
+    const page =
+      position === undefined || !Number.isNaN(position)
+        ? countsPage({ start: startTime, end: endTime }, granularity, position)
+        : undefined
+    if (!page) throw invalidToken(token!.name, token!.value)
     const buckets =
-      pageEnd > pageStart
+      page.end > page.start
         ? await countPosts(readDb, condition, {
             ...w,
-            startTime: pageStart,
-            endTime: pageEnd,
+            startTime: page.start,
+            endTime: page.end,
             granularity,
           })
         : []
     const total = buckets.reduce((sum, b) => sum + b.tweet_count, 0)
     const meta: Body = { total_tweet_count: total }
-    if (pageStart > startTime)
-      meta.next_token = pageTokens.encode(scope, String(pageStart.getTime()))
+    if (page.next !== undefined) meta.next_token = pageTokens.encode(scope, String(page.next))
     // Hundreds of buckets a page: written as text (their times come formatted from Postgres).
     const data = buckets.map(
       (b) => `{"end":"${b.end}","start":"${b.start}","tweet_count":${b.tweet_count}}`,

@@ -1,9 +1,10 @@
+import { setImmediate as yieldToLoop } from 'node:timers/promises'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { addRules, deleteRules, listRules, type Db, type StreamRule } from '@threadline/db'
 import { formatPostTime, isId } from '@threadline/domain'
 import { ApiError, InvalidRequestError, PROBLEM_BASE } from '../errors.js'
 import { ruleValueErrors } from '../query-language.js'
-import { RULES_GET_PARAMS, RULES_POST_PARAMS } from '../specs.js'
+import { RULES_GET_PARAMS, RULES_PER_REQUEST, RULES_POST_PARAMS } from '../specs.js'
 import type { ApiOptions, ServerContext } from '../types.js'
 import { addRoute, compact, rawParam, type Body, type Endpoint } from './route.js'
 import { invalidToken } from './window.js'
@@ -25,6 +26,9 @@ export const RULES_CHANGE = {
   params: RULES_POST_PARAMS,
   summary: 'Add or delete rules',
 } as const satisfies Endpoint<typeof RULES_POST_PARAMS>
+
+/** Rule values parsed between two turns of the event loop. */
+const RULE_PARSE_SLICE = 10
 
 function ruleWire(r: StreamRule) {
   return r.tag === null ? { id: r.id, value: r.value } : { id: r.id, value: r.value, tag: r.tag }
@@ -91,12 +95,15 @@ async function addRulesRequest(
   if (!Array.isArray(add) || add.length === 0) {
     throw bodyError('`add` must be a non-empty list of rules')
   }
-  if (add.length > options.ruleCap) {
-    throw bodyError(`\`add\` may hold at most ${options.ruleCap} rules`)
+  const perRequest = Math.min(options.ruleCap, RULES_PER_REQUEST)
+  if (add.length > perRequest) {
+    throw bodyError(`\`add\` may hold at most ${perRequest} rules`)
   }
   const errors: Body[] = []
   const valid: Array<{ value: string; tag: string | null }> = []
   for (const [i, rule] of add.entries()) {
+    // Parsing a thousand long rules takes a while: other requests get the loop between slices.
+    if (i > 0 && i % RULE_PARSE_SLICE === 0) await yieldToLoop()
     if (!isObject(rule) || typeof rule.value !== 'string') {
       throw bodyError(`add[${i}].value must be a string`)
     }
@@ -164,6 +171,10 @@ async function deleteRulesRequest(
   const isStrings = (v: unknown): v is string[] =>
     Array.isArray(v) && v.length > 0 && v.every((x) => typeof x === 'string')
   let by: { ids: string[] } | { values: string[] }
+  const listed = isObject(d) ? (d.ids ?? d.values) : undefined
+  if (Array.isArray(listed) && listed.length > RULES_PER_REQUEST) {
+    throw bodyError(`\`delete\` may hold at most ${RULES_PER_REQUEST} ids or values`)
+  }
   if (isObject(d) && isStrings(d.ids) && d.values === undefined) {
     const bad = d.ids.filter((id) => !isId(id))
     if (bad.length > 0) throw bodyError(`delete.ids value [${bad[0]}] does not match ^[0-9]{1,19}$`)
