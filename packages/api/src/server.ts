@@ -22,6 +22,7 @@ import { createOpenApi } from './openapi.js'
 import { createPageTokens } from './page-token.js'
 import { registerActivityRoutes } from './activity/routes.js'
 import { registerRoutes } from './routes.js'
+import { registerThreadRoutes } from './threads.js'
 
 import type { ApiDeps, AuthedApp } from './types.js'
 
@@ -206,6 +207,7 @@ export function buildServer(deps: ApiDeps): ApiServer {
   const ctx = { db, readDb, log, options, now, pageTokens }
   registerRoutes(app, ctx)
   registerActivityRoutes(app, ctx, { redis, prefix: options.prefix, options: options.activity })
+  registerThreadRoutes(app)
 
   app.get('/health', async () => ({ status: 'ok' }))
   app.get('/ready', async (_request, reply) => {
