@@ -30,8 +30,11 @@ interface TreeMeta {
   last_created_at?: string
 }
 
-/** Levels indented below the anchor before a branch continues on a view of its own. */
-const MAX_INDENT = 6
+/**
+ * Levels indented below the anchor before a branch continues on a view of its own: fewer on a
+ * narrow screen, so that text keeps most of the width.
+ */
+const maxIndent = () => (matchMedia('(max-width: 480px)').matches ? 4 : 6)
 const PAGE_SIZE = 200
 const SORTS: Array<{ value: Sort; label: string }> = [
   { value: 'oldest', label: 'Oldest' },
@@ -141,7 +144,7 @@ export function showConversation(
     toggle.addEventListener('click', () => setCollapsed(node, !node.collapsed))
     head.prepend(toggle)
     entry.toggle = toggle
-    if (depthFromAnchor < MAX_INDENT) {
+    if (depthFromAnchor < maxIndent()) {
       const kids = h('div', { class: 'kids', role: 'group' })
       for (const child of node.children) kids.append(renderNode(child, depthFromAnchor + 1))
       el.append(kids)
@@ -284,6 +287,9 @@ export function showConversation(
     const parent = node.parent
     if (!parent) return renderAll()
     for (let up: Node | undefined = parent; up; up = up.parent) paintNode(up)
+    // A new placeholder comes into view with its first orphan (which it renders with itself).
+    if (!parent.post && !rendered.has(parent.id) && parent.parent) place(parent)
+    if (rendered.has(node.id)) return
     const entry = rendered.get(parent.id)
     if (!entry?.kids) return
     const el = renderNode(node, entry.depthFromAnchor + 1)
