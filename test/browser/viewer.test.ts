@@ -50,8 +50,8 @@ const r1 = reply(root.id, 'مرحبا — a reply that starts right to left', bo
 const r1a = reply(root.id, 'the first author answers', alice, r1)
 const r1a1 = reply(root.id, 'and a third level', carol, r1a)
 const r2 = reply(root.id, 'a second reply to the root', carol, rootRef)
-/** A parent that is never stored: its replies show under a placeholder. */
-const missing = { id: String(BigInt(r2.id) + 1n), author: bob }
+/** A parent that is never stored (older than the root: no id made later can take it). */
+const missing = { id: String(BigInt(root.id) - 1000n), author: bob }
 const orphan = reply(root.id, 'an orphan: its parent was not collected', carol, missing)
 const orphanReply = reply(root.id, 'a reply to the orphan', alice, orphan)
 const expectedDepth = new Map([
