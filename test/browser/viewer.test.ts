@@ -4,7 +4,7 @@ import { chromium, type Browser, type Page, type Request } from 'playwright-core
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { apiFromConfig, type ApiServer } from '@threadline/api'
 import { createTestEnv, waitFor, type TestEnv } from '@threadline/testing'
-import { ensureViewerBuilt } from '@threadline/viewer/build'
+import { buildViewer } from '@threadline/viewer/build'
 import type { Writer } from '@threadline/writer'
 import { appWithRules, postLine, startWriter, store, type UserSpec } from '../stream/harness.js'
 
@@ -66,7 +66,8 @@ const expectedDepth = new Map([
 
 beforeAll(async () => {
   mkdirSync(ARTIFACTS, { recursive: true })
-  await ensureViewerBuilt()
+  // From the sources as they are now (a bundle left by an earlier build may be stale).
+  await buildViewer()
   env = await createTestEnv()
   api = await apiFromConfig(env.config, env.logger, undefined, {
     server: { host: '127.0.0.1', port: 0 },
@@ -169,6 +170,7 @@ describe('the conversation viewer', () => {
     const { page, requests, errors } = await openPage(1100, 300, `/threads/${root.id}`)
     await page.waitForSelector(`[data-post-id="${orphanReply.id}"]`)
     await page.waitForSelector('body[data-live="live"]')
+    await expect(page.locator('.post.new').count(), 'stored Posts are not new').resolves.toBe(0)
     // The reader looks at the second reply; the new one lands above it.
     await page.locator(`[data-post-id="${r2.id}"]`).evaluate((el) => el.scrollIntoView())
     const before = await page

@@ -406,30 +406,36 @@ export function showConversation(
     else place(node)
   }
 
-  followStream(
-    apiPath(`/2/conversations/${conversationId}/stream`, {
-      'tweet.fields': POST_FIELDS,
-      expansions: 'author_id',
-      'user.fields': USER_FIELDS,
-    }),
-    token,
-    {
-      onPost(post, users) {
-        conversation.addUsers(users)
-        const before = freshCount
-        keepViewport(tree, () => addLive(post))
-        if (freshCount > before) {
-          paintCoverage()
-          announce.textContent = freshCount === 1 ? '1 new reply' : `${freshCount} new replies`
-        }
+  /**
+   * The feed opens once the first page is shown: its backfill minute then brings only what that
+   * page may have missed (Posts shown already are dropped), not the tree's own recent Posts as
+   * "new".
+   */
+  const openFeed = () =>
+    followStream(
+      apiPath(`/2/conversations/${conversationId}/stream`, {
+        'tweet.fields': POST_FIELDS,
+        expansions: 'author_id',
+        'user.fields': USER_FIELDS,
+      }),
+      token,
+      {
+        onPost(post, users) {
+          conversation.addUsers(users)
+          const before = freshCount
+          keepViewport(tree, () => addLive(post))
+          if (freshCount > before) {
+            paintCoverage()
+            announce.textContent = freshCount === 1 ? '1 new reply' : `${freshCount} new replies`
+          }
+        },
+        onState(state) {
+          document.body.dataset.live = state
+          setStatus(state === 'live' ? '● Live' : state === 'reconnecting' ? 'Reconnecting…' : '')
+        },
+        onUnauthorized,
       },
-      onState(state) {
-        document.body.dataset.live = state
-        setStatus(state === 'live' ? '● Live' : state === 'reconnecting' ? 'Reconnecting…' : '')
-      },
-      onUnauthorized,
-    },
-  )
+    )
 
   // --- keyboard --------------------------------------------------------------------------------
 
@@ -472,7 +478,10 @@ export function showConversation(
   })
 
   paintTabs()
-  void loadMore()
+  // Unless the token was refused meanwhile (the prompt replaced the page).
+  void loadMore()?.then(() => {
+    if (tree.isConnected) openFeed()
+  })
 }
 
 function metric(value: number | undefined, one: string, many: string): HTMLElement | string {

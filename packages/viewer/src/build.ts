@@ -1,11 +1,10 @@
-import { existsSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { build } from 'esbuild'
-import { viewerDistDir, VIEWER_FILES, type ViewerFile } from './index.js'
+import { viewerDistDir, VIEWER_FILES } from './index.js'
 
 /**
  * Bundles the browser code (client/) into dist/viewer.js and dist/viewer.css: the package's
- * `build` script, and what tests call when the bundle is missing. esbuild is a development
+ * `build` script (`pnpm build`, `pnpm start`), and what the browser tests call first. esbuild is a development
  * dependency only: the image serves what this wrote.
  */
 const clientDir = fileURLToPath(new URL('../client/', import.meta.url))
@@ -27,13 +26,6 @@ export async function buildViewer(): Promise<string[]> {
     logLevel: 'warning',
   })
   return Object.keys(VIEWER_FILES).map((name) => `${viewerDistDir}${name}`)
-}
-
-/** Builds the bundle unless every file of it is there (tests; `pnpm start` from the sources). */
-export async function ensureViewerBuilt(): Promise<void> {
-  const names = Object.keys(VIEWER_FILES) as ViewerFile[]
-  if (names.every((name) => existsSync(`${viewerDistDir}${name}`))) return
-  await buildViewer()
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
