@@ -10,6 +10,7 @@ import { parseRoles, start, type RoleTuning } from './commands/start.js'
 import { webhooksCommand } from './commands/webhooks.js'
 import { describeFailure } from './failure.js'
 import { err, UsageError } from './output.js'
+import { createTerminal } from './terminal.js'
 
 const HELP = `threadline — keeps whole conversations from X
 
@@ -54,10 +55,13 @@ async function main(argv: string[], tuning: RoleTuning): Promise<void> {
   }
   const config = loadConfig()
   loaded = config
-  // Commands keep stdout for their results; logs go to stderr.
+  // `start` on a terminal is watched by a person: readable lines and a status line, not JSON.
+  const terminal =
+    command === 'start' && process.stdout.isTTY ? createTerminal(process.stdout) : undefined
   const logger = createLogger({
     level: command === 'start' || command === 'simulate' ? config.LOG_LEVEL : 'warn',
     name: command,
+    destination: terminal?.destination,
   })
   switch (command) {
     case 'migrate':
@@ -80,6 +84,7 @@ async function main(argv: string[], tuning: RoleTuning): Promise<void> {
           demo: values.demo,
         },
         tuning,
+        terminal,
       )
     case 'simulate':
       return simulate(config, logger, tuning.simulator)

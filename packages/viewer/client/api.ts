@@ -123,9 +123,9 @@ const MAX_BACKFILL_MINUTES = 5
 export function followStream(path: string, token: string, handlers: StreamHandlers): () => void {
   let stopped = false
   let attempt = 0
-  // The first connection also asks for the last minute: a reply stored between the tree's first
-  // page and this connection would otherwise be missed (the caller drops duplicates).
-  let lastHeard = Date.now()
+  // The first connection asks for no past: the caller reads the tree once it is connected. A
+  // reconnection asks for the minutes since the feed was last heard (the caller drops duplicates).
+  let lastHeard: number | undefined
   let controller: AbortController | undefined
   let timer: ReturnType<typeof setTimeout> | undefined
 
@@ -138,8 +138,11 @@ export function followStream(path: string, token: string, handlers: StreamHandle
   const connect = async () => {
     if (stopped) return
     controller = new AbortController()
-    const missedMinutes = Math.ceil((Date.now() - lastHeard) / 60_000)
-    const backfill = String(Math.min(MAX_BACKFILL_MINUTES, Math.max(1, missedMinutes)))
+    const missedMinutes = lastHeard === undefined ? 0 : Math.ceil((Date.now() - lastHeard) / 60_000)
+    const backfill =
+      lastHeard === undefined
+        ? undefined
+        : String(Math.min(MAX_BACKFILL_MINUTES, Math.max(1, missedMinutes)))
     let silence: ReturnType<typeof setTimeout> | undefined
     const hear = () => {
       lastHeard = Date.now()
@@ -147,7 +150,8 @@ export function followStream(path: string, token: string, handlers: StreamHandle
       silence = setTimeout(() => controller?.abort(), SILENCE_MS)
     }
     try {
-      const response = await fetch(`${path}&backfill_minutes=${backfill}`, {
+      const url = backfill === undefined ? path : `${path}&backfill_minutes=${backfill}`
+      const response = await fetch(url, {
         headers: { authorization: `Bearer ${token}` },
         credentials: 'omit',
         signal: controller.signal,

@@ -36,6 +36,8 @@ interface TreeMeta {
  */
 const maxIndent = () => (matchMedia('(max-width: 480px)').matches ? 4 : 6)
 const PAGE_SIZE = 200
+/** How long the tree waits for the live feed to connect before it is read without it. */
+const FEED_WAIT_MS = 2_000
 const SORTS: Array<{ value: Sort; label: string }> = [
   { value: 'oldest', label: 'Oldest' },
   { value: 'newest', label: 'Newest' },
@@ -66,6 +68,8 @@ export function showConversation(
   let complete = false
   let loading: Promise<void> | undefined
   let generation = 0
+  /** Whether the first page is on screen (live Posts wait until it is). */
+  let shown = false
   const rendered = new Map<string, Rendered>()
   /** Live Posts whose parent has not arrived yet (it may be on a page not loaded). */
   const pending: Post[] = []
@@ -330,6 +334,7 @@ export function showConversation(
     const page = await getJson<Page<Post, TreeMeta>>(path, token)
     if (mine !== generation) return
     const first = conversation.nodes.size <= 1 && !conversation.root.post
+    shown = true
     meta = { ...meta, ...page.meta, next_token: page.meta?.next_token }
     nextToken = page.meta?.next_token
     complete = nextToken === undefined
@@ -383,6 +388,7 @@ export function showConversation(
     history.replaceState(history.state, '', url)
     generation++
     conversation = new Conversation(conversationId, sort)
+    shown = false
     nextToken = undefined
     complete = false
     loading = undefined
@@ -407,35 +413,43 @@ export function showConversation(
   }
 
   /**
-   * The feed opens once the first page is shown: its backfill minute then brings only what that
-   * page may have missed (Posts shown already are dropped), not the tree's own recent Posts as
-   * "new".
+   * The feed opens first and the tree is read once it is connected, so no reply falls between
+   * them; what the feed sends before the first page is shown waits, and Posts that page holds are
+   * dropped. Without a feed (refused, unreachable) the tree is read after a short wait anyway.
    */
-  const openFeed = () =>
-    followStream(
-      apiPath(`/2/conversations/${conversationId}/stream`, {
-        'tweet.fields': POST_FIELDS,
-        expansions: 'author_id',
-        'user.fields': USER_FIELDS,
-      }),
-      token,
-      {
-        onPost(post, users) {
-          conversation.addUsers(users)
-          const before = freshCount
-          keepViewport(tree, () => addLive(post))
-          if (freshCount > before) {
-            paintCoverage()
-            announce.textContent = freshCount === 1 ? '1 new reply' : `${freshCount} new replies`
-          }
-        },
-        onState(state) {
-          document.body.dataset.live = state
-          setStatus(state === 'live' ? '● Live' : state === 'reconnecting' ? 'Reconnecting…' : '')
-        },
-        onUnauthorized,
+  let treeStarted = false
+  const startTree = () => {
+    if (treeStarted) return
+    treeStarted = true
+    void loadMore()
+  }
+  setTimeout(startTree, FEED_WAIT_MS)
+  followStream(
+    apiPath(`/2/conversations/${conversationId}/stream`, {
+      'tweet.fields': POST_FIELDS,
+      expansions: 'author_id',
+      'user.fields': USER_FIELDS,
+    }),
+    token,
+    {
+      onPost(post, users) {
+        conversation.addUsers(users)
+        if (!shown) return void pending.push(post)
+        const before = freshCount
+        keepViewport(tree, () => addLive(post))
+        if (freshCount > before) {
+          paintCoverage()
+          announce.textContent = freshCount === 1 ? '1 new reply' : `${freshCount} new replies`
+        }
       },
-    )
+      onState(state) {
+        startTree()
+        document.body.dataset.live = state
+        setStatus(state === 'live' ? '● Live' : state === 'reconnecting' ? 'Reconnecting…' : '')
+      },
+      onUnauthorized,
+    },
+  )
 
   // --- keyboard --------------------------------------------------------------------------------
 
@@ -478,10 +492,6 @@ export function showConversation(
   })
 
   paintTabs()
-  // Unless the token was refused meanwhile (the prompt replaced the page).
-  void loadMore()?.then(() => {
-    if (tree.isConnected) openFeed()
-  })
 }
 
 function metric(value: number | undefined, one: string, many: string): HTMLElement | string {
