@@ -4,7 +4,7 @@ import { chromium, type Browser, type Page, type Request } from 'playwright-core
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { apiFromConfig, type ApiServer } from '@threadline/api'
 import { createTestEnv, waitFor, type TestEnv } from '@threadline/testing'
-import { buildViewer } from '@threadline/viewer/build'
+import { buildViewer } from '../../packages/viewer/src/build.js'
 import type { Writer } from '@threadline/writer'
 import { appWithRules, postLine, startWriter, store, type UserSpec } from '../stream/harness.js'
 

@@ -1,4 +1,4 @@
-import type { Post, User } from './api.js'
+import type { Post, User } from './wire.js'
 
 /**
  * A conversation as the viewer holds it: stored Posts, and placeholders for parents that are not
