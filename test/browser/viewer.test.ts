@@ -209,6 +209,28 @@ describe('the conversation viewer', () => {
     await page.close()
   })
 
+  it('reads a large tree page by page as the reader scrolls', async () => {
+    const big = postLine({ text: 'a busy thread', author: alice })
+    const replies = Array.from({ length: 450 }, (_, i) =>
+      reply(big.id, `reply ${i}`, i % 2 ? bob : carol, { id: big.id, author: alice }),
+    )
+    await store(env, writer, [big.line, ...replies.map((r) => r.line)])
+    const { page, requests, errors } = await openPage(1100, 800, `/threads/${big.id}`)
+    await page.waitForSelector(`[data-post-id="${big.id}"]`)
+    const shown = () => page.locator('[data-post-id]').count()
+    // One page of 200 (and the root) fills far more than the window: no more is read yet.
+    expect(await shown()).toBeLessThan(451)
+    await waitFor('every Post shown after scrolling', async () => {
+      await page.mouse.wheel(0, 100_000)
+      return (await shown()) === 451
+    })
+    const pages = requests.filter((r) => new URL(r.url()).pathname === `/2/conversations/${big.id}`)
+    expect(pages.length).toBe(3)
+    expect(errors).toEqual([])
+    checkRequests(requests)
+    await page.close()
+  })
+
   it('lists the followed conversations at /threads, linking to their pages', async () => {
     const { page, requests, errors } = await openPage(1100, 700, '/threads')
     const link = page.locator(`[data-conversation-id="${root.id}"] a`)
