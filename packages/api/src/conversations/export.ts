@@ -1,0 +1,117 @@
+import { Readable } from 'node:stream'
+import type { FastifyInstance } from 'fastify'
+import { readExportRows, type Db, type ExportPlace } from '@threadline/db'
+import {
+  EXPORT_CONTENT_TYPES,
+  formatExport,
+  notFound,
+  type ExportFormat,
+  type ExportRow,
+} from '@threadline/domain'
+import { parseParams, queryEntries } from '../params.js'
+import { CONVERSATION_EXPORT_PARAMS } from '../specs.js'
+import type { ServerContext } from '../types.js'
+
+/** Rows read and formatted at a time: what an export holds in memory besides its tree. */
+const EXPORT_PAGE = 1_000
+
+/** What an export needs of a conversation's tree (pre-order positions, `sort=oldest`). */
+export interface ExportTree {
+  conversationId: string
+  size: number
+  idAt(position: number): string
+  threadAt(position: number): Omit<ExportPlace, 'id'>
+  missingParentAt(position: number): string | undefined
+  positionOf(id: string): number | undefined
+}
+
+export interface ConversationExport {
+  format: ExportFormat
+  contentType: string
+  /** A name for the file: `conversation-<id>.<format>`. */
+  filename: string
+  chunks: AsyncIterable<string>
+}
+
+/**
+ * A conversation's export (docs/api.md §5) in tree order, read a page at a time with the next page
+ * read while this one is written, so memory stays bounded whatever the size. The same bytes for
+ * `GET /2/conversations/:id/export` and `threadline export`.
+ */
+export function exportConversation(
+  db: Db,
+  tree: ExportTree,
+  format: ExportFormat,
+  onProgress?: (done: number, total: number) => void,
+): ConversationExport {
+  const missing = new Set<string>()
+  for (let p = 0; p < tree.size; p++) {
+    const parent = tree.missingParentAt(p)
+    if (parent !== undefined) missing.add(parent)
+  }
+  const json = format === 'jsonl'
+  const read = (from: number): Promise<ExportRow[]> => {
+    const places: ExportPlace[] = []
+    for (let p = from; p < Math.min(from + EXPORT_PAGE, tree.size); p++) {
+      places.push({ id: tree.idAt(p), ...tree.threadAt(p) })
+    }
+    return readExportRows(db, places, { json })
+  }
+  async function* pages(): AsyncGenerator<ExportRow[]> {
+    let next = tree.size > 0 ? read(0) : undefined
+    for (let from = 0; next; from += EXPORT_PAGE) {
+      const page = await next
+      next = from + EXPORT_PAGE < tree.size ? read(from + EXPORT_PAGE) : undefined
+      // A read started ahead must not reject unobserved if the consumer stops here.
+      next?.catch(() => undefined)
+      yield page
+      onProgress?.(Math.min(from + EXPORT_PAGE, tree.size), tree.size)
+    }
+  }
+  return {
+    format,
+    contentType: EXPORT_CONTENT_TYPES[format],
+    filename: `conversation-${tree.conversationId}.${format}`,
+    chunks: formatExport(format, {
+      conversationId: tree.conversationId,
+      missingParents: [...missing],
+      contains: (id) => tree.positionOf(id) !== undefined,
+      pages: pages(),
+    }),
+  }
+}
+
+/**
+ * `GET /2/conversations/:conversation_id/export?format=jsonl|csv|graphml` (docs/api.md §5): the
+ * file, streamed. A conversation with nothing stored is a 200 with only `errors`, as on the tree.
+ */
+export function registerConversationExport(
+  app: FastifyInstance,
+  ctx: ServerContext,
+  readTree: (db: Db, conversationId: string) => Promise<ExportTree>,
+): void {
+  app.route<{ Params: { conversation_id: string } }>({
+    method: 'GET',
+    url: '/2/conversations/:conversation_id/export',
+    config: {
+      endpoint: {
+        name: 'conversation-export',
+        group: 'search',
+        params: CONVERSATION_EXPORT_PARAMS,
+        summary: 'A conversation as a file: jsonl, csv or graphml',
+      },
+    },
+    handler: async (request, reply) => {
+      const p = parseParams(CONVERSATION_EXPORT_PARAMS, queryEntries(request.url), request.params)
+      const id = p.conversation_id as string
+      const format = (p.format as ExportFormat | undefined) ?? 'jsonl'
+      const tree = await readTree(ctx.readDb, id)
+      if (tree.size === 0) return reply.send({ errors: [notFound('tweet', 'conversation_id', id)] })
+      const file = exportConversation(ctx.readDb, tree, format)
+      return reply
+        .type(file.contentType)
+        .header('content-disposition', `attachment; filename="${file.filename}"`)
+        .send(Readable.from(file.chunks))
+    },
+  })
+}
