@@ -89,6 +89,7 @@ export async function apiFromConfig(
       bodyLimit: BODY_LIMIT_BYTES,
       tokenCacheMs: TOKEN_CACHE_MS,
       tokenSecret: config.API_TOKEN_SECRET,
+      backfillSource: config.UPSTREAM_SEARCH,
       activity: activityOptionsFromConfig(config, tuning.activity),
       ...tuning.server,
     },

@@ -21,6 +21,7 @@ import {
 import { createOpenApi } from './openapi.js'
 import { createPageTokens } from './page-token.js'
 import { registerActivityRoutes } from './activity/routes.js'
+import { registerConversationRoutes } from './conversations/index.js'
 import { registerRoutes } from './routes.js'
 
 import type { ApiDeps, AuthedApp } from './types.js'
@@ -205,6 +206,7 @@ export function buildServer(deps: ApiDeps): ApiServer {
   app.addHook('onRoute', openApi.onRoute)
   const ctx = { db, readDb, log, options, now, pageTokens }
   registerRoutes(app, ctx)
+  registerConversationRoutes(app, ctx)
   registerActivityRoutes(app, ctx, { redis, prefix: options.prefix, options: options.activity })
 
   app.get('/health', async () => ({ status: 'ok' }))

@@ -19,6 +19,8 @@ export interface ApiOptions {
   bodyLimit: number
   tokenCacheMs: number
   tokenSecret: string
+  /** The search backfills use (UPSTREAM_SEARCH), shown for those not started yet; default recent. */
+  backfillSource?: 'recent' | 'all'
   /** The clock, for tests of time windows. */
   now?: () => Date
   /** Activity subscriptions, webhooks and the activity stream (defaults when absent). */
