@@ -1,6 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createApp, sql } from '@threadline/db'
-import { addPostsBatch, createQueue, type PostsJob } from '@threadline/queue'
 import { createTestEnv, prng, shuffle, waitFor, type TestEnv } from '@threadline/testing'
 import type { ApiServer } from '@threadline/api'
 import { assertXSchema, startTestServer } from '../../packages/api/src/test-helpers.js'
@@ -9,11 +8,11 @@ import {
   conversationFixture,
   expectedErrors,
   expectedTree,
-  streamLine,
   type ExpectedNode,
   type GenPost,
   type Sort,
 } from './fixture.js'
+import { postsQueue, storedCount as countIn } from './harness.js'
 
 /**
  * GET /2/conversations/:id (docs/api.md §5) over Posts stored by the real writer from the posts
@@ -23,34 +22,20 @@ import {
 let env: TestEnv
 let server: ApiServer
 let token: string
-let queue: ReturnType<typeof createQueue<PostsJob>>
+let send: ReturnType<typeof postsQueue>['send']
 const fx = conversationFixture(35)
 const SORTS: Sort[] = ['oldest', 'newest', 'top']
 
 const get = (url: string, bearer = token) =>
   server.app.inject({ method: 'GET', url, headers: { authorization: `Bearer ${bearer}` } })
 
-async function send(posts: readonly GenPost[], batch = 40) {
-  for (let i = 0; i < posts.length; i += batch) {
-    await addPostsBatch(queue, env.redis, env.prefix, {
-      source: 'test',
-      observed_at: new Date().toISOString(),
-      lines: posts.slice(i, i + batch).map(streamLine),
-    })
-  }
-}
-
-async function storedCount(conversationId: string): Promise<number> {
-  const { rows } = await sql<{ n: string }>`
-    SELECT count(*) AS n FROM posts WHERE conversation_id = ${conversationId}`.execute(env.db)
-  return Number(rows[0]!.n)
-}
-
 type Page = {
   data?: Array<{ id: string; thread: ExpectedNode['thread'] } & Record<string, unknown>>
   errors?: Array<{ parameter: string; resource_id: string } & Record<string, unknown>>
   meta: Record<string, unknown> & { next_token?: string; result_count: number }
 }
+
+const storedCount = (conversationId: string) => countIn(env, conversationId)
 
 /** Every page of a tree, checked one by one against the expected nodes, errors and meta. */
 async function checkAllPages(
@@ -93,12 +78,7 @@ beforeAll(async () => {
   env = await createTestEnv()
   ;({ server, token } = await startTestServer(env))
   await startTestWriter(env)
-  queue = createQueue<PostsJob>('posts', {
-    connection: env.redis,
-    prefix: env.prefix,
-    logger: env.logger,
-  })
-  env.defer(() => queue.close())
+  send = postsQueue(env).send
 })
 afterAll(() => env?.close())
 
