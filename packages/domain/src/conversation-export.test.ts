@@ -100,8 +100,10 @@ describe('jsonl', () => {
   it('is a stream line with the author and the referenced Posts, never an empty list', () => {
     const post = '{"id": "11", "text": "x"}'
     expect(
-      jsonlLine(row({ json: { post, author: '{"id": "1"}', referenced: ['{"id": "10"}'] } })),
+      jsonlLine(
+        row({ json: { post, author: '{"id": "1"}', refs: ['10'], referenced: ['{"id": "10"}'] } }),
+      ),
     ).toBe(`{"data":${post},"includes":{"users":[{"id": "1"}],"tweets":[{"id": "10"}]}}\n`)
-    expect(jsonlLine(row({ json: { post, referenced: [] } }))).toBe(`{"data":${post}}\n`)
+    expect(jsonlLine(row({ json: { post, refs: [], referenced: [] } }))).toBe(`{"data":${post}}\n`)
   })
 })

@@ -36,8 +36,11 @@ export interface ExportRow {
   retweet_count: number | null
   quote_count: number | null
   quoted_id: string | null
-  /** jsonl only: the Post, its author and the stored Posts it references, as stored (JSON text). */
-  json?: { post: string; author?: string; referenced: string[] }
+  /**
+   * jsonl only: the Post and its author as stored (JSON text), the ids of the Posts it references,
+   * and those of them that are stored (JSON text).
+   */
+  json?: { post: string; author?: string; refs: string[]; referenced: string[] }
 }
 
 export interface ExportSource {

@@ -1,6 +1,6 @@
 import { Readable } from 'node:stream'
 import type { FastifyInstance } from 'fastify'
-import { readExportRows, type Db, type ExportPlace } from '@threadline/db'
+import { readExportRows, readPostsJson, type Db, type ExportPlace } from '@threadline/db'
 import {
   EXPORT_CONTENT_TYPES,
   formatExport,
@@ -14,6 +14,11 @@ import type { ServerContext } from '../types.js'
 
 /** Rows read and formatted at a time: what an export holds in memory besides its tree. */
 const EXPORT_PAGE = 1_000
+/**
+ * Pages read at once, ahead of the one being written: the reads are random index probes
+ * (a conversation's Posts are spread over the table), which Postgres runs side by side.
+ */
+const READS_AHEAD = 3
 
 /** What an export needs of a conversation's tree (pre-order positions, `sort=oldest`). */
 export interface ExportTree {
@@ -34,9 +39,9 @@ export interface ConversationExport {
 }
 
 /**
- * A conversation's export (docs/api.md §5) in tree order, read a page at a time with the next page
- * read while this one is written, so memory stays bounded whatever the size. The same bytes for
- * `GET /2/conversations/:id/export` and `threadline export`.
+ * A conversation's export (docs/api.md §5) in tree order, read a page at a time with the next
+ * pages read while this one is written, so memory stays bounded whatever the size. The same bytes
+ * for `GET /2/conversations/:id/export` and `threadline export`.
  */
 export function exportConversation(
   db: Db,
@@ -55,17 +60,29 @@ export function exportConversation(
     for (let p = from; p < Math.min(from + EXPORT_PAGE, tree.size); p++) {
       places.push({ id: tree.idAt(p), ...tree.threadAt(p) })
     }
-    return readExportRows(db, places, { json })
+    const rows = readExportRows(db, places, { json })
+    // A read started ahead must not reject unobserved if the consumer stops first.
+    rows.catch(() => undefined)
+    return rows
   }
+  const path = json ? new AncestorPath() : undefined
   async function* pages(): AsyncGenerator<ExportRow[]> {
-    let next = tree.size > 0 ? read(0) : undefined
-    for (let from = 0; next; from += EXPORT_PAGE) {
-      const page = await next
-      next = from + EXPORT_PAGE < tree.size ? read(from + EXPORT_PAGE) : undefined
-      // A read started ahead must not reject unobserved if the consumer stops here.
-      next?.catch(() => undefined)
+    const ahead: Array<Promise<ExportRow[]>> = []
+    let next = 0
+    const fill = () => {
+      while (ahead.length < READS_AHEAD && next < tree.size) {
+        ahead.push(read(next))
+        next += EXPORT_PAGE
+      }
+    }
+    fill()
+    for (let done = 0; ahead.length > 0;) {
+      const page = await ahead.shift()!
+      fill()
+      if (path) await path.resolve(db, page)
       yield page
-      onProgress?.(Math.min(from + EXPORT_PAGE, tree.size), tree.size)
+      done = Math.min(done + EXPORT_PAGE, tree.size)
+      onProgress?.(done, tree.size)
     }
   }
   return {
@@ -78,6 +95,46 @@ export function exportConversation(
       contains: (id) => tree.positionOf(id) !== undefined,
       pages: pages(),
     }),
+  }
+}
+
+/**
+ * The JSON of the Posts a jsonl line includes. In pre-order a reply's parent is the ancestor one
+ * level up, so the Posts on the path from the root are kept (as many as the tree is deep) and the
+ * parents are never read twice; the rest (quotes, retweets) are read a page at a time.
+ */
+class AncestorPath {
+  /** The Posts on the path, root first: `path[d]` is the ancestor at depth d. */
+  private readonly path: Array<{ id: string; post: string } | undefined> = []
+  private readonly depthOf = new Map<string, number>()
+
+  async resolve(db: Db, page: ExportRow[]): Promise<void> {
+    const inPage = new Map(page.map((r) => [r.id, r.json!.post]))
+    const wanted = new Set<string>()
+    for (const row of page) {
+      for (const ref of row.json!.refs) {
+        if (!inPage.has(ref) && !this.depthOf.has(ref)) wanted.add(ref)
+      }
+    }
+    const found = await readPostsJson(db, [...wanted])
+    for (const row of page) {
+      row.json!.referenced = row.json!.refs.flatMap((ref) => {
+        const depth = this.depthOf.get(ref)
+        return (
+          (depth === undefined ? undefined : this.path[depth]?.post) ??
+          inPage.get(ref) ??
+          found.get(ref) ??
+          []
+        )
+      })
+      while (this.path.length > row.depth) {
+        const left = this.path.pop()
+        if (left) this.depthOf.delete(left.id)
+      }
+      while (this.path.length < row.depth) this.path.push(undefined)
+      this.path.push({ id: row.id, post: row.json!.post })
+      this.depthOf.set(row.id, row.depth)
+    }
   }
 }
 
