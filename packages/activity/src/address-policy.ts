@@ -1,7 +1,7 @@
 import { BlockList, isIP } from 'node:net'
 
 /**
- * Addresses a webhook must never reach (api.md §4.3): loopback, private, link-local (which holds
+ * Addresses a webhook must never reach (docs/api.md §4.3): loopback, private, link-local (which holds
  * the cloud metadata address 169.254.169.254), carrier-grade NAT (Alibaba's metadata), unspecified,
  * multicast, reserved and documentation ranges, and the IPv6 equivalents.
  */

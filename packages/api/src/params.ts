@@ -2,7 +2,7 @@ import { isId, parseTime } from '@threadline/domain'
 import { InvalidRequestError, type InvalidParameter } from './errors.js'
 
 /**
- * A small declarative validator for query parameters, producing X's messages (api.md §1.2). One
+ * A small declarative validator for query parameters, producing X's messages (docs/api.md §1.2). One
  * spec per endpoint; every failed check becomes one `errors` item, all reported together.
  */
 export type ParamSpec = (

@@ -55,7 +55,7 @@ function jsonObject(members: Array<[string, string | undefined]>): string {
   return `{${parts.join(',')}}`
 }
 
-/** A JSON array of JSON texts, or undefined when empty (api.md §1: never []). */
+/** A JSON array of JSON texts, or undefined when empty (docs/api.md §1: never []). */
 function jsonArray(items: readonly string[]): string | undefined {
   return items.length === 0 ? undefined : `[${items.join(',')}]`
 }
@@ -63,7 +63,7 @@ function jsonArray(items: readonly string[]): string | undefined {
 const jsonOf = (value: readonly unknown[]): string | undefined =>
   value.length === 0 ? undefined : JSON.stringify(value)
 
-/** Leaves out members with nothing in them (api.md §1: never null, never []). */
+/** Leaves out members with nothing in them (docs/api.md §1: never null, never []). */
 function compact(body: Body): Body {
   const out: Body = {}
   for (const [k, v] of Object.entries(body)) {
@@ -121,7 +121,7 @@ interface TimeWindow {
   untilId?: string
 }
 
-/** start/end/since/until, with the recent endpoints' 7-day floor (api.md §2.4). */
+/** start/end/since/until, with the recent endpoints' 7-day floor (docs/api.md §2.4). */
 function timeWindow(c: RouteContext, now: Date, recent: boolean): TimeWindow {
   const w: TimeWindow = {
     startTime: c.params.start_time as Date | undefined,
@@ -212,7 +212,7 @@ export function registerRoutes(app: FastifyInstance, ctx: ServerContext): void {
     })
   }
 
-  // --- lookup (api.md §2.3) ---
+  // --- lookup (docs/api.md §2.3) ---
   route(
     'GET',
     '/2/tweets',
@@ -277,7 +277,7 @@ export function registerRoutes(app: FastifyInstance, ctx: ServerContext): void {
     },
   )
 
-  // --- search (api.md §2.4) ---
+  // --- search (docs/api.md §2.4) ---
   const search = (kind: 'recent' | 'all') => async (c: RouteContext) => {
     const query = c.params.query as string
     const { condition, prepared } = compileQuery(query, options.queryMaxLength)
@@ -349,7 +349,7 @@ export function registerRoutes(app: FastifyInstance, ctx: ServerContext): void {
     search('all'),
   )
 
-  // --- counts (api.md §2.6) ---
+  // --- counts (docs/api.md §2.6) ---
   const counts = (kind: 'recent' | 'all') => async (c: RouteContext) => {
     const query = c.params.query as string
     const { condition } = compileQuery(query, options.queryMaxLength)
@@ -415,7 +415,7 @@ export function registerRoutes(app: FastifyInstance, ctx: ServerContext): void {
     counts('all'),
   )
 
-  // --- stream rules (api.md §3.1, §3.2) ---
+  // --- stream rules (docs/api.md §3.1, §3.2) ---
   route(
     'GET',
     '/2/tweets/search/stream/rules',

@@ -29,7 +29,7 @@ usage: threadline <command> [options]
   webhooks failures [--app ID]     list parked webhook deliveries (one JSON object per line)
   webhooks replay ID…              re-send parked deliveries
 
-Configuration comes from the environment (see README, "Configuration").`
+Configuration comes from the environment (see docs/configuration.md).`
 
 /** The configuration main() loaded, for describing a failure (undefined if it never loaded). */
 let loaded: Config | undefined

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify'
-import { postsByIds, wirePostsByIds } from '@threadline/db'
+import { postsByIds, wirePostsAtVersion, wirePostsByIds } from '@threadline/db'
 import {
   CONVERSATION_SORTS,
   isId,
@@ -13,8 +13,8 @@ import { renderPosts } from '../render.js'
 import { FIELD_PARAMS } from '../specs.js'
 import type { EndpointParams } from '../params.js'
 import type { ServerContext } from '../types.js'
-import { fieldSelection, getRoute, invalidToken } from './route.js'
-import type { TreeCache } from './tree-cache.js'
+import { fieldSelection, getRoute, invalidToken, type Answer } from './route.js'
+import type { TreeCache, TreeEntry } from './tree-cache.js'
 
 export const CONVERSATION_TREE_PARAMS = {
   conversation_id: {
@@ -51,6 +51,73 @@ function pageErrors(tree: ConversationTree, start: number, end: number): Resourc
   return errors
 }
 
+interface Page {
+  start: number
+  end: number
+  ids: string[]
+}
+
+/** The page after the Post `after` (the start without one); undefined when `after` is not in it. */
+function cut(tree: ConversationTree, after: string | undefined, limit: number): Page | undefined {
+  let start = 0
+  if (after !== undefined) {
+    // The position is the last Post sent: the page goes on after it in today's tree.
+    const position = tree.positionOf(after)
+    if (position === undefined) return undefined
+    start = position + 1
+  }
+  const end = Math.min(start + limit, tree.size)
+  const ids: string[] = []
+  for (let p = start; p < end; p++) ids.push(tree.idAt(p))
+  return { start, end, ids }
+}
+
+function pageMeta(
+  id: string,
+  tree: ConversationTree,
+  entry: TreeEntry,
+  page: Page,
+  nextToken: (last: string) => string,
+): Record<string, unknown> {
+  return {
+    conversation_id: id,
+    result_count: page.ids.length,
+    ...(page.end < tree.size ? { next_token: nextToken(page.ids[page.ids.length - 1]!) } : {}),
+    post_count: tree.meta.post_count,
+    reply_count: tree.meta.reply_count,
+    ...(entry.reportedReplyCount !== undefined
+      ? { reported_reply_count: entry.reportedReplyCount }
+      : {}),
+    missing_count: tree.meta.missing_count,
+    max_depth: tree.meta.max_depth,
+    participant_count: tree.meta.participant_count,
+    first_created_at: tree.meta.first_created_at,
+    last_created_at: tree.meta.last_created_at,
+  }
+}
+
+/** A page from Posts already in wire form (JSON text), `thread` spliced into each. */
+function wireAnswer(
+  tree: ConversationTree,
+  page: Page,
+  posts: ReadonlyMap<string, string>,
+  meta: Record<string, unknown>,
+): Answer {
+  const data: string[] = []
+  for (let p = page.start; p < page.end; p++) {
+    const post = posts.get(tree.idAt(p))
+    if (post === undefined) continue
+    data.push(`${post.slice(0, -1)},"thread":${JSON.stringify(tree.threadAt(p))}}`)
+  }
+  const errors = pageErrors(tree, page.start, page.end)
+  const members = [
+    data.length > 0 ? `"data":[${data.join(',')}]` : undefined,
+    errors.length > 0 ? `"errors":${JSON.stringify(errors)}` : undefined,
+    `"meta":${JSON.stringify(meta)}`,
+  ]
+  return { json: `{${members.filter((m) => m !== undefined).join(',')}}` }
+}
+
 /** `GET /2/conversations/:conversation_id`: the tree, in pre-order pages (docs/api.md §5). */
 export function registerConversationTree(
   app: FastifyInstance,
@@ -74,73 +141,60 @@ export function registerConversationTree(
       const limit = (c.params.max_results as number | undefined) ?? DEFAULT_PAGE
       // Bound to the app, the conversation and the sort; not to the page size or the fields.
       const scope = `conversation\n${c.client.app_id}\n${id}\n${sort}`
+      const nextToken = (last: string) => pageTokens.encode(scope, last)
       const token = c.params.pagination_token as string | undefined
       let after: string | undefined
       if (token !== undefined) {
         after = pageTokens.decode(scope, token)
         if (after === undefined || !isId(after)) throw invalidToken(token)
       }
-
-      const { tree, reportedReplyCount } = await trees.get(readDb, id, sort)
-      if (tree.size === 0) return { body: { errors: [notFound('tweet', 'conversation_id', id)] } }
-      let start = 0
-      if (after !== undefined) {
-        // The position is the last Post sent: the page goes on after it in today's tree.
-        const position = tree.positionOf(after)
-        if (position === undefined) throw invalidToken(token!)
-        start = position + 1
-      }
-      const end = Math.min(start + limit, tree.size)
-      const ids: string[] = []
-      for (let p = start; p < end; p++) ids.push(tree.idAt(p))
-
-      const meta: Record<string, unknown> = {
-        conversation_id: id,
-        result_count: ids.length,
-        ...(end < tree.size ? { next_token: pageTokens.encode(scope, ids[ids.length - 1]!) } : {}),
-        post_count: tree.meta.post_count,
-        reply_count: tree.meta.reply_count,
-        ...(reportedReplyCount !== undefined ? { reported_reply_count: reportedReplyCount } : {}),
-        missing_count: tree.meta.missing_count,
-        max_depth: tree.meta.max_depth,
-        participant_count: tree.meta.participant_count,
-        first_created_at: tree.meta.first_created_at,
-        last_created_at: tree.meta.last_created_at,
-      }
-      const errors = pageErrors(tree, start, end)
+      const unknown: Answer = { body: { errors: [notFound('tweet', 'conversation_id', id)] } }
       const sel = fieldSelection(c.params)
 
       if (sel.expansions.size === 0) {
-        // No includes: the Posts come from Postgres as wire JSON text; `thread` is spliced in.
-        const rows = await wirePostsByIds(readDb, ids, [...primaryFields(sel)])
-        const json = new Map(rows.map((r) => [r.id, r.json]))
-        const data: string[] = []
-        for (let p = start; p < end; p++) {
-          const post = json.get(tree.idAt(p))
-          if (post === undefined) continue
-          data.push(`${post.slice(0, -1)},"thread":${JSON.stringify(tree.threadAt(p))}}`)
+        // No includes: Posts come from Postgres as wire JSON text. A tree held in this process
+        // is checked against the store's version by the statement that reads its page.
+        const fields = [...primaryFields(sel)]
+        const held = trees.peek(id)
+        const heldTree = held?.tree(sort)
+        const heldPage = heldTree && cut(heldTree, after, limit)
+        if (held && heldTree && heldPage && heldPage.ids.length > 0) {
+          const { version, posts } = await wirePostsAtVersion(readDb, id, heldPage.ids, fields)
+          if (version === held.version) {
+            const meta = pageMeta(id, heldTree, held, heldPage, nextToken)
+            return wireAnswer(heldTree, heldPage, posts, meta)
+          }
         }
-        const members = [
-          data.length > 0 ? `"data":[${data.join(',')}]` : undefined,
-          errors.length > 0 ? `"errors":${JSON.stringify(errors)}` : undefined,
-          `"meta":${JSON.stringify(meta)}`,
-        ]
-        return { json: `{${members.filter((m) => m !== undefined).join(',')}}` }
+        // Read (again), with the Posts themselves when the whole tree fits in the page.
+        const { entry, posts } = await trees.load(readDb, id, { fields, upTo: limit })
+        const tree = entry.tree(sort)
+        if (tree.size === 0) return unknown
+        const page = cut(tree, after, limit)
+        if (!page) throw invalidToken(token!)
+        const wire =
+          posts ??
+          new Map((await wirePostsByIds(readDb, page.ids, fields)).map((r) => [r.id, r.json]))
+        return wireAnswer(tree, page, wire, pageMeta(id, tree, entry, page, nextToken))
       }
 
-      const rows = await postsByIds(readDb, ids)
+      const entry = await trees.get(readDb, id)
+      const tree = entry.tree(sort)
+      if (tree.size === 0) return unknown
+      const page = cut(tree, after, limit)
+      if (!page) throw invalidToken(token!)
+      const rows = await postsByIds(readDb, page.ids)
       const byId = new Map(rows.map((r) => [r.id, r]))
-      const ordered = ids.flatMap((postId) => byId.get(postId) ?? [])
-      const page = await renderPosts(readDb, ordered, sel)
-      const threads = new Map(ids.map((postId, i) => [postId, tree.threadAt(start + i)]))
-      const data = page.data.map((post) => ({ ...post, thread: threads.get(post.id) }))
-      const allErrors = [...errors, ...page.errors]
+      const ordered = page.ids.flatMap((postId) => byId.get(postId) ?? [])
+      const rendered = await renderPosts(readDb, ordered, sel)
+      const threads = new Map(page.ids.map((postId, i) => [postId, tree.threadAt(page.start + i)]))
+      const data = rendered.data.map((post) => ({ ...post, thread: threads.get(post.id) }))
+      const errors = [...pageErrors(tree, page.start, page.end), ...rendered.errors]
       return {
         body: {
           ...(data.length > 0 ? { data } : {}),
-          ...(page.includes ? { includes: page.includes } : {}),
-          ...(allErrors.length > 0 ? { errors: allErrors } : {}),
-          meta,
+          ...(rendered.includes ? { includes: rendered.includes } : {}),
+          ...(errors.length > 0 ? { errors } : {}),
+          meta: pageMeta(id, tree, entry, page, nextToken),
         },
       }
     },
