@@ -12,5 +12,5 @@ export function registerConversationRoutes(app: FastifyInstance, ctx: ServerCont
   const trees = createTreeCache()
   registerConversationList(app, ctx)
   registerConversationTree(app, ctx, trees)
-  registerConversationExport(app, ctx, async (db, id) => (await trees.get(db, id, 'oldest')).tree)
+  registerConversationExport(app, ctx, async (db, id) => (await trees.get(db, id)).tree('oldest'))
 }
