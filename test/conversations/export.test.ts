@@ -284,6 +284,13 @@ print(json.dumps({
     expect(graph.edges).toEqual(edges.sort())
   })
 
+  it('is in the OpenAPI document, with the live feed', async () => {
+    const res = await fetch(`${api.url()}/2/openapi.json`)
+    const doc = (await res.json()) as { paths: Record<string, { get?: unknown }> }
+    expect(doc.paths['/2/conversations/{conversation_id}/export']?.get).toBeDefined()
+    expect(doc.paths['/2/conversations/{conversation_id}/stream']?.get).toBeDefined()
+  })
+
   it('answers an unknown format or a bad id with X’s 400, an unknown conversation with errors', async () => {
     const badFormat = await exportOver('xml')
     expect(badFormat.status).toBe(400)
