@@ -154,7 +154,7 @@ function demo(
         terminal.status(
           `● ${new Date(now).toISOString().slice(11, 19)}  ${posts.toLocaleString('en')} Posts` +
             ` (+${Math.max(0, Math.round(rate))}/s) in ${conversationCount.toLocaleString('en')}` +
-            ` conversations · ${waiting} queued · Ctrl-C stops`,
+            ` conversations · ${waiting} queued`,
         )
       }
       timer = setInterval(
