@@ -196,6 +196,27 @@ describe('the conversation viewer', () => {
     await page.close()
   })
 
+  it('reconnects after a drop, asking for the minutes it missed', async () => {
+    const page = await browser.newPage()
+    page.setDefaultTimeout(UI_TIMEOUT_MS)
+    const feeds: string[] = []
+    // The first connection fails as a dropped network would; later ones go through.
+    await page.route('**/stream?**', async (route) => {
+      feeds.push(route.request().url())
+      if (feeds.length === 1) await route.abort('connectionreset')
+      else await route.continue()
+    })
+    await page.goto(`${api.url()}/threads/${root.id}#token=${token}`)
+    await page.waitForSelector(`[data-post-id="${orphanReply.id}"]`)
+    await page.waitForSelector('body[data-live="live"]')
+    expect(new URL(feeds[0]!).searchParams.has('backfill_minutes')).toBe(false)
+    expect(new URL(feeds.at(-1)!).searchParams.get('backfill_minutes')).toBe('1')
+    const after = reply(root.id, 'a reply after the reconnection', carol, r2)
+    await store(env, writer, [after.line])
+    await page.waitForSelector(`[data-post-id="${after.id}"].new`)
+    await page.close()
+  })
+
   it('is readable 320 px wide', async () => {
     const { page, requests, errors } = await openPage(320, 720, `/threads/${root.id}`)
     await page.waitForSelector(`[data-post-id="${orphanReply.id}"]`)

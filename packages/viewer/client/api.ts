@@ -90,10 +90,12 @@ const MAX_BACKFILL_MINUTES = 5
  */
 export function followStream(path: string, token: string, handlers: StreamHandlers): () => void {
   let stopped = false
-  let attempt = 0
+  let failures = 0
   // The first connection asks for no past: the caller reads the tree once it is connected. A
   // reconnection asks for the minutes since the feed was last heard (the caller drops duplicates).
   let lastHeard: number | undefined
+  let tries = 0
+  const firstAttempt = Date.now()
   let controller: AbortController | undefined
   let timer: ReturnType<typeof setTimeout> | undefined
 
@@ -106,9 +108,12 @@ export function followStream(path: string, token: string, handlers: StreamHandle
   const connect = async () => {
     if (stopped) return
     controller = new AbortController()
-    const missedMinutes = lastHeard === undefined ? 0 : Math.ceil((Date.now() - lastHeard) / 60_000)
+    // A feed that never connected still covers the time since its first try: the tree was read
+    // meanwhile.
+    const since = tries++ === 0 ? undefined : (lastHeard ?? firstAttempt)
+    const missedMinutes = since === undefined ? 0 : Math.ceil((Date.now() - since) / 60_000)
     const backfill =
-      lastHeard === undefined
+      since === undefined
         ? undefined
         : String(Math.min(MAX_BACKFILL_MINUTES, Math.max(1, missedMinutes)))
     let silence: ReturnType<typeof setTimeout> | undefined
@@ -131,12 +136,12 @@ export function followStream(path: string, token: string, handlers: StreamHandle
         return
       }
       if (!response.ok || !response.body) {
-        attempt++
-        return schedule(response.status === 429 ? RATE_LIMITED_MS : retryDelay(attempt))
+        failures++
+        return schedule(response.status === 429 ? RATE_LIMITED_MS : retryDelay(failures))
       }
       hear()
       handlers.onState('live')
-      attempt = 0
+      failures = 0
       const reader = response.body.pipeThrough(new TextDecoderStream()).getReader()
       let buffered = ''
       for (;;) {
@@ -154,12 +159,12 @@ export function followStream(path: string, token: string, handlers: StreamHandle
           if (post && !Array.isArray(post)) handlers.onPost(post, message.includes?.users ?? [])
         }
       }
-      attempt++
-      schedule(retryDelay(attempt))
+      failures++
+      schedule(retryDelay(failures))
     } catch {
       if (stopped) return
-      attempt++
-      schedule(retryDelay(attempt))
+      failures++
+      schedule(retryDelay(failures))
     } finally {
       clearTimeout(silence)
     }
@@ -174,6 +179,6 @@ export function followStream(path: string, token: string, handlers: StreamHandle
   }
 }
 
-function retryDelay(attempt: number): number {
-  return RETRY_MS[Math.min(attempt - 1, RETRY_MS.length - 1)]!
+function retryDelay(failures: number): number {
+  return RETRY_MS[Math.min(failures - 1, RETRY_MS.length - 1)]!
 }
