@@ -75,7 +75,7 @@ function line(p: GenPost): string {
   return JSON.stringify(parsed)
 }
 
-const python = ['python3', '/usr/bin/python3'].find(
+const python = ['/usr/bin/python3', 'python3'].find(
   (bin) => spawnSync(bin, ['-c', 'import networkx'], { stdio: 'ignore' }).status === 0,
 )
 

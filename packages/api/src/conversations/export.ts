@@ -140,7 +140,8 @@ class AncestorPath {
 
 /**
  * `GET /2/conversations/:conversation_id/export?format=jsonl|csv|graphml` (docs/api.md §5): the
- * file, streamed. A conversation with nothing stored is a 200 with only `errors`, as on the tree.
+ * file, streamed (a byte stream, so it pulls the next page only once the socket has taken the
+ * last; in object mode it would buffer sixteen pages). A conversation with nothing stored is a 200 with only `errors`, as on the tree.
  */
 export function registerConversationExport(
   app: FastifyInstance,
@@ -168,7 +169,7 @@ export function registerConversationExport(
       return reply
         .type(file.contentType)
         .header('content-disposition', `attachment; filename="${file.filename}"`)
-        .send(Readable.from(file.chunks))
+        .send(Readable.from(file.chunks, { objectMode: false }))
     },
   })
 }

@@ -38,7 +38,9 @@ export async function exportCommand(
     )
     const target: Writable = values.out ? createWriteStream(values.out) : process.stdout
     // stdout stays open for whatever the process writes next; a file is closed by pipeline.
-    await pipeline(Readable.from(file.chunks), target, { end: Boolean(values.out) })
+    await pipeline(Readable.from(file.chunks, { objectMode: false }), target, {
+      end: Boolean(values.out),
+    })
     progress.done()
     err(
       `exported ${tree.size} Posts of conversation ${id} as ${format}${values.out ? ` to ${values.out}` : ''}`,
