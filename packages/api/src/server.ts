@@ -24,6 +24,7 @@ import { createPageTokens } from './page-token.js'
 import { registerHealthRoutes } from './routes/health.js'
 import { registerRoutes } from './routes/index.js'
 import { registerOpenApiRoute } from './routes/openapi.js'
+import { registerThreadRoutes } from './routes/threads.js'
 
 import type { ApiDeps } from './types.js'
 
@@ -215,6 +216,7 @@ export function buildServer(deps: ApiDeps): ApiServer {
   app.addHook('onRoute', openApi.onRoute)
   const ctx = { db, readDb, log, options, now, pageTokens }
   registerRoutes(app, ctx, { redis, prefix: options.prefix, activity: options.activity })
+  registerThreadRoutes(app)
 
   registerHealthRoutes(app, { db, readDb, redis, log })
   registerOpenApiRoute(app, openApi)

@@ -37,6 +37,8 @@ export interface FilteredStreamOptions extends StreamHubOptions {
 export interface FilteredStream {
   hub: StreamHub
   registry: StreamRegistry
+  /** Resolves once the hub is ready; throws the 503 when it does not get ready in time. */
+  whenHubReady(): Promise<void>
 }
 
 /**
@@ -131,5 +133,5 @@ export function registerFilteredStream(
     return undefined
   })
 
-  return { hub, registry }
+  return { hub, registry, whenHubReady }
 }
