@@ -25,6 +25,13 @@ export interface HandedOn {
  */
 export type BatchSink<L> = (lines: L[], observedAt: string) => Promise<HandedOn | void>
 
+/** Why batches went: at once (nothing in flight), gathered behind one in flight, or full. */
+export interface BatcherCounts {
+  atOnce: number
+  gathered: number
+  full: number
+}
+
 /**
  * Groups lines into batches by what is waiting, not by a clock (group commit, see
  * docs/architecture.md): a line that arrives while fewer than `maxInFlight` batches are in flight
@@ -46,6 +53,8 @@ export class Batcher<L extends { length: number } = string> {
   private closed = false
   private readonly log: Logger
   private readonly maxInFlight: number
+  /** Batches handed on, by why they went (a flush at close counts as gathered). */
+  readonly counts: BatcherCounts = { atOnce: 0, gathered: 0, full: 0 }
 
   constructor(
     private readonly sink: BatchSink<L>,
@@ -74,16 +83,21 @@ export class Batcher<L extends { length: number } = string> {
       this.buffer.length >= this.options.maxItems ||
       this.bytes >= (this.options.maxBytes ?? Infinity)
     ) {
-      await this.flush()
+      await this.ship('full')
     } else if (this.inFlight < this.maxInFlight) {
       // Idle: the line goes now. What arrives while it is handed on gathers behind it.
-      void this.flush()
+      void this.ship('atOnce')
     }
   }
 
   /** Hands on what is buffered; resolves once it (and everything before it) is handed on. */
   flush(): Promise<void> {
+    return this.ship('gathered')
+  }
+
+  private ship(why: keyof BatcherCounts): Promise<void> {
     if (this.buffer.length === 0) return this.handing
+    this.counts[why] += 1
     const lines = this.buffer
     const observedAt = this.observedAt
     this.buffer = []
@@ -96,7 +110,7 @@ export class Batcher<L extends { length: number } = string> {
   /** One batch is done: what gathered meanwhile goes now, if the bound allows. */
   private readonly settled = (): void => {
     this.inFlight -= 1
-    if (this.inFlight < this.maxInFlight && this.buffer.length > 0) void this.flush()
+    if (this.inFlight < this.maxInFlight && this.buffer.length > 0) void this.ship('gathered')
   }
 
   private async send(lines: L[], observedAt: string): Promise<void> {

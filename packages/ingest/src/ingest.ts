@@ -6,7 +6,7 @@ import { addPostsBatch, createQueue, watchJobs, type PostsJob } from '@threadlin
 import { closeRedis, createLease, duplicateRedis, type Lease, type Redis } from '@threadline/redis'
 import { once, type Service } from '@threadline/runtime'
 import type { BackoffPolicy } from './backoff.js'
-import { Batcher } from './batcher.js'
+import { Batcher, type BatcherCounts } from './batcher.js'
 import { createBackfillQueue, createBackfillWorker } from './backfill.js'
 import { RuleSync } from './rule-sync.js'
 import { StreamReader, type StreamEvent } from './stream-reader.js'
@@ -58,6 +58,8 @@ export interface IngestStats {
   keepAlives: number
   errorLines: number
   batches: number
+  /** The stream's batches by why they were queued (see Batcher), in this leadership. */
+  streamBatches: BatcherCounts
   ruleSyncs: number
   activeRules: number
 }
@@ -151,6 +153,7 @@ export function createIngest(deps: IngestDeps): Ingest {
   if (metrics) streamListeners.add((e) => metrics.streamEvent(e))
   let reader: StreamReader | undefined
   let ruleSync: RuleSync | undefined
+  let streamBatches: BatcherCounts = { atOnce: 0, gathered: 0, full: 0 }
   let lastReaderStats = { connects: 0, lines: 0, keepAlives: 0, errorLines: 0 }
   const closing = new AbortController()
   let leading: Promise<void> | undefined
@@ -199,6 +202,7 @@ export function createIngest(deps: IngestDeps): Ingest {
     for (const fn of streamListeners) streamReader.onEvent(fn)
     ruleSync = sync
     reader = streamReader
+    streamBatches = batcher.counts
     const stopped = new Promise<void>((resolve) => {
       const off = lease.onLost(() => {
         off()
@@ -249,6 +253,7 @@ export function createIngest(deps: IngestDeps): Ingest {
         keepAlives: s.keepAlives,
         errorLines: s.errorLines,
         batches: counters.batches,
+        streamBatches: { ...streamBatches },
         ruleSyncs: ruleSync?.syncs ?? 0,
         activeRules: ruleSync?.lastResult?.active ?? 0,
       }
