@@ -3,7 +3,7 @@ import type { Db } from '@threadline/db'
 import type { Logger } from '@threadline/logger'
 import type { IngestMetrics } from '@threadline/metrics'
 import { addPostsBatch, createQueue, watchJobs, type PostsJob } from '@threadline/queue'
-import { closeRedis, createLease, duplicateRedis, type Lease, type Redis } from '@threadline/redis'
+import { closeRedis, createLease, type Lease, type Redis } from '@threadline/redis'
 import { once, type Service } from '@threadline/runtime'
 import type { BackoffPolicy } from './backoff.js'
 import { Batcher, type BatcherCounts } from './batcher.js'
@@ -170,9 +170,7 @@ export function createIngest(deps: IngestDeps): Ingest {
     })
     // A batch is in flight until a writer has stored it: while one is, the stream's lines gather
     // into the next (group commit, docs/architecture.md).
-    const eventsConn = duplicateRedis(deps.workerRedis, 'ingest-posts-events')
-    eventsConn.on('error', (err) => log.debug({ err }, 'posts events connection error'))
-    const stored = await watchJobs(postsQueue, 'posts', prefix, eventsConn)
+    const stored = await watchJobs(postsQueue, 'posts', prefix, deps.workerRedis)
     const batcher = new Batcher<Buffer>(
       async (lines, observedAt) => {
         const batch = streamBatchId(lines)

@@ -24,9 +24,9 @@ const ENDS = ['completed', 'failed', 'delayed', 'retries-exhausted'] as const
 const CHECK_AFTER_MS = 5_000
 
 /**
- * Watches queue `name` through BullMQ's events stream, read with a blocking XREAD on `connection`
- * (a connection of its own, role `worker`; closed with the watch): an end is seen as soon as the
- * worker records it, with no polling.
+ * Watches queue `name` through BullMQ's events stream, read with a blocking XREAD (on a duplicate
+ * of `connection` that BullMQ makes and closes): an end is seen as soon as the worker records it,
+ * with no polling.
  */
 export async function watchJobs(
   queue: Queue,
