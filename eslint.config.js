@@ -8,7 +8,7 @@ const noServices = {
   message: 'services/* are deployables; import the package that holds the logic',
 }
 
-/** Import boundaries of design.md §2: only these packages may import these libraries. */
+/** Import boundaries of docs/architecture.md §4: only these packages may import these libraries. */
 const boundaries = [
   { libs: ['kysely', 'pg', 'pg-copy-streams'], allowed: ['packages/db/', 'packages/query/'] },
   { libs: ['bullmq'], allowed: ['packages/queue/'] },

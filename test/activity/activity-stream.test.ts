@@ -10,7 +10,7 @@ import { storeLines, type Writer } from '@threadline/writer'
 import { startTestServer } from '../../packages/api/src/test-helpers.js'
 
 /**
- * `GET /2/activity/stream` end to end (api.md §4.2): Posts stored by the real writer and relayed,
+ * `GET /2/activity/stream` end to end (docs/api.md §4.2): Posts stored by the real writer and relayed,
  * events derived by the real delivery service and published to `<prefix>:activity`, fanned out by
  * the API to raw HTTP readers that check X's framing (`\r\n` after every line, bare `\r\n`
  * keep-alives) as they go.

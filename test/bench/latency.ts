@@ -446,7 +446,7 @@ async function main(): Promise<void> {
       )
     }
 
-    // Targets (docs/performance-log.md): stream p50 ≤ 15 and p99 ≤ 50 ms up to 1,000/s, p99 ≤
+    // Targets (test/bench/README.md): stream p50 ≤ 15 and p99 ≤ 50 ms up to 1,000/s, p99 ≤
     // 250 ms at 5,000/s; webhook p99 ≤ 100 ms up to 100/s; every Post delivered.
     const checks: Array<{ target: string; met: boolean }> = []
     for (const r of results as Array<{

@@ -13,9 +13,8 @@ import { parseFigures, summarizeRuns, type Figures } from './lib/runs.js'
  * ratio, its spread and how many runs reached the benchmark's target (see lib/runs.ts).
  *
  * package.json starts this file with node itself (no tsx CLI process in between) and
- * `--no-memory-reducer`: it idles while the benchmark runs, and V8's memory reducer would run its
- * GCs here ≈ 8 s after the start, inside a measured window (≈ 1.2–1.6 µs of CPU a row in `bench
- * pipeline`, ≈ 1 % of the 2-core box, counted as `node` in its per-part figures).
+ * `--no-memory-reducer`: it idles while the benchmark runs, and V8's memory reducer would otherwise
+ * run its GCs here inside a measured window. See test/bench/README.md.
  */
 const here = dirname(fileURLToPath(import.meta.url))
 const available = readdirSync(here)

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto'
 import { tokenize } from '@threadline/query'
 import type { MatchableSubscription } from '@threadline/domain'
 
-/** The event types Threadline fires (api.md §4.1). */
+/** The event types Threadline fires (docs/api.md §4.1). */
 export const FIRING_EVENT_TYPES = [
   'post.create',
   'post.reply.create',
@@ -65,7 +65,7 @@ export interface Candidate {
   tokens?: string[]
 }
 
-/** The events a batch's new Posts and user changes give rise to (api.md §4.1 table). */
+/** The events a batch's new Posts and user changes give rise to (docs/api.md §4.1 table). */
 export function deriveCandidates(
   posts: readonly EventPost[],
   changes: readonly UserChange[],
@@ -146,7 +146,7 @@ export function subscriptionFilter(s: MatchableSubscription): {
   return filter
 }
 
-/** The envelope of api.md §4.2: one event, as streams and webhooks receive it. */
+/** The envelope of docs/api.md §4.2: one event, as streams and webhooks receive it. */
 export function envelope(id: string, s: MatchableSubscription, c: Candidate): string {
   const data: Record<string, unknown> = {
     event_uuid: id,

@@ -25,7 +25,7 @@ export interface OutboundOptions extends OutboundPolicy {
   method: 'GET' | 'POST'
   headers?: Record<string, string>
   body?: string
-  /** The whole exchange must finish within this (api.md §4.3: 10 s). */
+  /** The whole exchange must finish within this (docs/api.md §4.3: 10 s). */
   timeoutMs: number
   /** Response bytes kept; a longer body is cut off and the request fails. */
   maxResponseBytes: number
@@ -100,7 +100,7 @@ export async function resolveWebhookAddress(
 }
 
 /**
- * One request to a webhook, with the safety rules of api.md §4.3: allowed scheme, the address
+ * One request to a webhook, with the safety rules of docs/api.md §4.3: allowed scheme, the address
  * checked after resolution and pinned for the connection, no redirect followed (a 3xx fails), a
  * deadline over the whole exchange, and the response body read only up to a cap.
  */

@@ -181,7 +181,7 @@ describe('GET /2/tweets/:id', () => {
   })
 })
 
-describe('400s (api.md §1.2)', () => {
+describe('400s (docs/api.md §1.2)', () => {
   const cases: Array<[string, string, Record<string, string[]>]> = [
     [
       '/2/tweets?ids=12,foo',

@@ -2,7 +2,7 @@ import { isId, parseTime } from '@threadline/domain'
 import { InvalidRequestError, type InvalidParameter } from './errors.js'
 
 /**
- * A small declarative validator for query parameters, producing X's messages (api.md §1.2). One
+ * A small declarative validator for query parameters, producing X's messages (docs/api.md §1.2). One
  * spec per endpoint; every failed check becomes one `errors` item, all reported together.
  */
 export type ParamSpec = (
@@ -46,6 +46,10 @@ function checkOne(
     return undefined
   }
   if (raw === '') return fail(`The \`${name}\` query parameter can not be empty`)
+  // Postgres refuses NUL in text: refused here, where every parameter passes.
+  if (raw.includes('\u0000')) {
+    return fail(`The \`${name}\` query parameter value holds a NUL character, which is not allowed`)
+  }
   switch (spec.kind) {
     case 'id':
       return isId(raw)

@@ -9,7 +9,7 @@ import {
 } from '@threadline/domain'
 import type { EndpointParams } from './params.js'
 
-/** The field and expansion parameters every Post-returning endpoint takes (api.md §2.2). */
+/** The field and expansion parameters every Post-returning endpoint takes (docs/api.md §2.2). */
 export const FIELD_PARAMS = {
   'tweet.fields': { kind: 'list', values: TWEET_FIELDS, description: 'Post fields to return' },
   expansions: { kind: 'list', values: TWEET_EXPANSIONS, description: 'Objects to include' },
@@ -70,12 +70,18 @@ export const RULES_GET_PARAMS = {
   pagination_token: { kind: 'string' },
 } as const satisfies EndpointParams
 
+/**
+ * Rules one POST may add or delete (docs/api.md §3.2): the work of one request stays bounded
+ * whatever the app's cap, and its ids stay far below Postgres's parameter limit.
+ */
+export const RULES_PER_REQUEST = 1_000
+
 export const RULES_POST_PARAMS = {
   dry_run: { kind: 'bool' },
   delete_all: { kind: 'bool' },
 } as const satisfies EndpointParams
 
-/** `GET /2/tweets/search/stream` (api.md §3.3). */
+/** `GET /2/tweets/search/stream` (docs/api.md §3.3). */
 export const STREAM_PARAMS = {
   backfill_minutes: { kind: 'int', min: 0, max: 5, description: 'Replay the last N minutes first' },
   ...FIELD_PARAMS,

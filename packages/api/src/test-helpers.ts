@@ -26,7 +26,7 @@ function schemaValidator(name: string): ValidateFunction {
     const doc = JSON.parse(readFileSync(path, 'utf8')) as {
       components: { schemas: Record<string, { required?: string[] }> }
     }
-    // api.md §2.1: Threadline returns edit_history_tweet_ids only when asked.
+    // docs/api.md §2.1: Threadline returns edit_history_tweet_ids only when asked.
     const tweet = doc.components.schemas.Tweet!
     tweet.required = (tweet.required ?? []).filter((f) => f !== 'edit_history_tweet_ids')
     ajv = new Ajv({ strict: false, allErrors: true, validateFormats: true })

@@ -91,10 +91,10 @@ export function retryDelay(attempts: number, baseMs: number): number {
 }
 
 /**
- * The delivery service (design.md §1 step 7): `activity` jobs become events (matched against the
- * subscriptions, deduplicated in Postgres), which go to open activity streams through a Redis
- * Stream every API instance reads, and to webhooks through per-webhook ordered queues in Postgres
- * drained by `webhooks` jobs, one sender per webhook at a time.
+ * The delivery service (docs/architecture.md §1, step 7): `activity` jobs become events (matched
+ * against the subscriptions, deduplicated in Postgres), which go to open activity streams through a
+ * Redis Stream every API instance reads, and to webhooks through per-webhook ordered queues in
+ * Postgres drained by `webhooks` jobs, one sender per webhook at a time.
  */
 export function createDelivery(deps: DeliveryDeps): Delivery {
   const { db, redis, prefix, options, metrics } = deps
@@ -180,8 +180,8 @@ export function createDelivery(deps: DeliveryDeps): Delivery {
    * offsets do not matter): every append for this webhook locks its row until commit, and an
    * UPDATE per event would wait behind each of them. Events sent are dropped from the queue a run
    * at a time (one statement for up to a read's 50), before the next read, a failure, a park or a
-   * lost lease: a transaction per event held one webhook to ≈ 800 events a second here. A
-   * sender that dies in between leaves those events to be sent again, with their event_uuid.
+   * lost lease, as a transaction per event would cap a webhook's rate. A sender that dies in
+   * between leaves those events to be sent again, with their event_uuid.
    */
   const sendQueued = async (hook: ClaimedWebhook, leasedAt: number): Promise<SendOutcome> => {
     let since = leasedAt

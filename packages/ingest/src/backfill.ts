@@ -112,7 +112,7 @@ export class BackfillRunner {
       row = await getBackfill(db, conversationId)
     }
     if (!row || row.status === 'done' || row.status === 'failed') return 'skipped'
-    await updateBackfill(db, conversationId, { kind: 'running' })
+    await updateBackfill(db, conversationId, { kind: 'running', source: options.search })
     // The row's creation time tells one backfill of this conversation from a later one.
     const run = row.created_at.getTime()
     const pageId = (page: string) => `bf-${conversationId}-${run}-${page}`

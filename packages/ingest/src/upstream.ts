@@ -10,7 +10,7 @@ import { text as readText } from 'node:stream/consumers'
 import { createGunzip } from 'node:zlib'
 
 /**
- * Every field and expansion that storage keeps (api.md §2.1: the Post object, the user object): a
+ * Every field and expansion that storage keeps (docs/api.md §2.1: the Post object, the user object): a
  * subset of X's lists (TWEET_FIELDS, USER_FIELDS in @threadline/domain), asked for by fieldParams.
  */
 const STORED_TWEET_FIELDS = [
@@ -371,9 +371,8 @@ export class UpstreamClient {
 
   /**
    * Opens the filtered stream; the caller reads (or refuses) the response. Through node:http, not
-   * fetch: the stream is the ingest's one hot read, and fetch's web streams cost ≈ 3–4 µs more of
-   * its CPU a line (≈ 10 against ≈ 14 µs to read and split a line of the bench's stream). Asks for
-   * gzip, as fetch did, and inflates it when the upstream sends it.
+   * fetch: the stream is the ingest's one hot read, and fetch's web streams cost more CPU a line.
+   * Asks for gzip and inflates it when the upstream sends it.
    */
   openStream(backfillMinutes: number, signal: AbortSignal): Promise<StreamResponse> {
     const url = new URL(

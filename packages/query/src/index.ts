@@ -1,5 +1,5 @@
 /**
- * X's query language (api.md §2.5): one parser, one AST, two back ends that agree on every Post.
+ * X's query language (docs/api.md §2.5): one parser, one AST, two back ends that agree on every Post.
  *
  * - `parseQuery(input, {maxLength})` → AST or X-worded reasons `"<reason> (at position N)"`.
  * - `compileSql(ast)` → a Kysely WHERE condition on `posts` (for search and counts).

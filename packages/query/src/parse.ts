@@ -370,7 +370,7 @@ function firstFlag(ast: Ast): Ast | undefined {
 }
 
 /**
- * Parses a query of X's language (api.md §2.5). Total: any string gives an AST or a list of
+ * Parses a query of X's language (docs/api.md §2.5). Total: any string gives an AST or a list of
  * reasons, each `<reason> (at position N)` with N 1-based, never an exception.
  */
 export function parseQuery(input: string, opts: ParseOptions = {}): ParseResult {

@@ -73,7 +73,7 @@ export async function enqueueWebhookDrain(
   )
 }
 
-// --- the activity event stream: delivery → every API instance (api.md §4.2 GET /2/activity/stream)
+// --- the activity event stream: delivery → every API instance (docs/api.md §4.2 GET /2/activity/stream)
 
 export function activityStreamKey(prefix: string): string {
   return `${prefix}:activity`

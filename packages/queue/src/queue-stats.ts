@@ -1,6 +1,6 @@
 import type { Queue } from 'bullmq'
 
-/** What an operator watches of one queue (observability, issue 8). */
+/** What an operator watches of one queue (docs/operations.md). */
 export interface QueueStats {
   waiting: number
   active: number

@@ -73,7 +73,7 @@ export const QUEUES = {
       removeOnFail: { count: 10_000, age: 7 * 24 * 3_600 },
     } satisfies JobsOptions,
   },
-  // --- activity (issue 7) ---
+  // --- activity ---
   /**
    * `activity`: what a relayed outbox batch stored, turned into events by the delivery service.
    * Like `posts`, a transient failure must never drop it; events are deduplicated in Postgres.

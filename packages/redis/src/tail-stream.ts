@@ -44,8 +44,8 @@ export function tailStream(
   // Ends the loop's wait on a command at once when closed: a command sent while the connection
   // was not ready yet (Redis down since the start) neither answers nor fails on disconnect().
   // Not Promise.race against one promise of the close: each race leaves a reaction on that promise
-  // until it settles, and the reaction holds the race's result, so every reply read (every Post of
-  // the stream, ≈ 1 KB each) stayed in memory for the life of the tail.
+  // until it settles, and the reaction holds the race's result, so every reply read would stay in
+  // memory for the life of the tail.
   const waiting = new Set<() => void>()
   const unlessClosed = <T>(command: Promise<T>): Promise<T | undefined> =>
     new Promise<T | undefined>((resolve, reject) => {

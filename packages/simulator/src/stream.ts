@@ -65,7 +65,7 @@ export interface Deliveries {
 
 /**
  * Ids a record keeps, overall and per rule: enough for any test, and a simulator left running at
- * thousands of Posts a second (a demo, a soak) does not grow for ever (≈ 50 MB at most).
+ * thousands of Posts a second (a demo, a soak) does not grow for ever.
  */
 export const RECORD_LIMIT = 1_000_000
 

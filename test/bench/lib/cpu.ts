@@ -104,10 +104,9 @@ function byPart(
  *   within it, and `busy_share` the machine's busy time over its whole capacity in the window;
  * - `faults`: minor page faults (parts under 0.01 left out), `all` for the processes alive at both
  *   ends. Each is a first touch of memory the process had not used yet (a fresh allocation, a
- *   shared buffer a backend had not mapped). What one costs depends on the machine: ≈ 10–15 µs on
- *   a virtual machine whose kernel cannot map a page without the hypervisor, ≈ 2 on another
- *   (docs/capacity.md); times that, a part's faults tell how much of its CPU went to growing its
- *   memory.
+ *   shared buffer a backend had not mapped). What one costs depends on the machine (dear on a
+ *   virtual machine whose kernel cannot map a page without the hypervisor; docs/capacity.md §3);
+ *   times that, a part's faults tell how much of its CPU went to growing its memory.
  */
 export function costPerUnit(
   before: CpuSnapshot | undefined,

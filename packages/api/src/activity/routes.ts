@@ -65,7 +65,7 @@ interface Ctx {
 }
 
 /**
- * Activity subscriptions, webhooks and the activity stream (api.md §4). Everything is scoped to the
+ * Activity subscriptions, webhooks and the activity stream (docs/api.md §4). Everything is scoped to the
  * caller's app: another app's id is answered exactly like an id that does not exist.
  */
 export function registerActivityRoutes(
@@ -106,7 +106,7 @@ export function registerActivityRoutes(
     })
   }
 
-  // --- subscriptions (api.md §4.2) ---
+  // --- subscriptions (docs/api.md §4.2) ---
   route(
     'GET',
     '/2/activity/subscriptions',
@@ -239,7 +239,7 @@ export function registerActivityRoutes(
     },
   )
 
-  // --- webhooks (api.md §4.3) ---
+  // --- webhooks (docs/api.md §4.3) ---
   const appSecret = async (appId: string) => {
     const row = await findApp(db, appId)
     if (!row) throw new Error(`app ${appId} vanished`)
@@ -307,7 +307,7 @@ export function registerActivityRoutes(
     },
   )
 
-  // --- the activity stream (api.md §4.2): events fanned out from the delivery service ---
+  // --- the activity stream (docs/api.md §4.2): events fanned out from the delivery service ---
   const slots = createConnectionSlots(deps.redis, { prefix: deps.prefix, logger: log })
   const registry = new StreamRegistry({
     kind: 'activity',

@@ -5,7 +5,7 @@ import { ApiError, InvalidRequestError, PROBLEM_BASE } from '../errors.js'
 /** `YYYY-MM-DDTHH:MM:SSZ`; pg hands timestamptz over as a Date. */
 const seconds = (d: unknown) => formatSecondsTime(d instanceof Date ? d : new Date(String(d)))
 
-/** A subscription as api.md §4.1 shows it (times without milliseconds, empty members left out). */
+/** A subscription as docs/api.md §4.1 shows it (times without milliseconds, empty members left out). */
 export function subscriptionWire(s: ActivitySubscription) {
   const filter: { user_id?: string; keyword?: string } = {}
   if (s.filter_user_id !== null) filter.user_id = s.filter_user_id
@@ -25,7 +25,7 @@ export function webhookWire(w: Webhook) {
   return { id: w.id, url: w.url, valid: w.valid, created_at: seconds(w.created_at) }
 }
 
-/** 404 for an id the app does not have, whether it is another app's or no one's (api.md §4.2). */
+/** 404 for an id the app does not have, whether it is another app's or no one's (docs/api.md §4.2). */
 export function resourceNotFound(kind: 'subscription' | 'webhook', id: string): ApiError {
   return new ApiError(404, {
     title: 'Not Found Error',

@@ -5,7 +5,7 @@ import type { ConnectionSlots } from '@threadline/redis'
 import { ApiError, PROBLEM_BASE } from '../errors.js'
 
 /**
- * Long-lived NDJSON responses with X's streaming framing (api.md §3.3), shared by the filtered
+ * Long-lived NDJSON responses with X's streaming framing (docs/api.md §3.3), shared by the filtered
  * stream and the activity stream: headers flushed at once, one JSON object per message followed by
  * `\r\n`, a bare `\r\n` keep-alive after a quiet interval, slow readers cut off once their send
  * buffer passes a bound, and an operational-disconnect line for every stream on shutdown.

@@ -71,7 +71,7 @@ const withRules = (shaped: string, rules: string) =>
   `${shaped.slice(0, -1)},"matching_rules":${rules}}`
 
 /**
- * The per-process fan-out of the filtered stream (design.md §1 step 6). One reader follows the
+ * The per-process fan-out of the filtered stream (docs/architecture.md §1, step 6). One reader follows the
  * `stored` stream; each Post is matched once against one RuleIndex holding the rules of the apps
  * with an open connection, shaped once per distinct field selection among the recipients, and
  * written once to each connection of each matching app with that app's `matching_rules`.

@@ -47,7 +47,7 @@ export function noRulesError(): ApiError {
 }
 
 /**
- * `GET /2/tweets/search/stream` (api.md §3.3) on a server not yet ready: the route, the hub (started
+ * `GET /2/tweets/search/stream` (docs/api.md §3.3) on a server not yet ready: the route, the hub (started
  * by `onReady`, stopped by `onClose`) and the preClose hook that sends every open stream the
  * OperationalDisconnect line (without it app.close() would wait for them forever).
  */

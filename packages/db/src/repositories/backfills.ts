@@ -46,7 +46,8 @@ export async function listUnfinishedBackfills(db: Db): Promise<Backfill[]> {
 }
 
 export type BackfillUpdate =
-  | { kind: 'running' }
+  /** Started (again), with the search it uses. */
+  | { kind: 'running'; source?: 'recent' | 'all' }
   | { kind: 'root'; posts: number }
   /** One page handed on: `nextToken` null means that was the last page. */
   | { kind: 'page'; nextToken: string | null; posts: number }
@@ -66,6 +67,7 @@ export async function updateBackfill(
   switch (update.kind) {
     case 'running':
       query = query.set({ status: 'running', error: null })
+      if (update.source) query = query.set({ source: update.source })
       break
     case 'root':
       query = query.set((eb) => ({ root_fetched: true, posts: eb('posts', '+', update.posts) }))

@@ -107,7 +107,7 @@ function wireField(field: string): RawBuilder<string | null> {
 }
 
 /** The select list for WirePostText: id, text, and one text column per field (`f0`, `f1`, …). */
-function wireColumns(fields: readonly string[]) {
+export function wireColumns(fields: readonly string[]) {
   const wanted = fields.filter((f) => f !== 'id' && f !== 'text')
   return {
     wanted,
@@ -119,7 +119,7 @@ function wireColumns(fields: readonly string[]) {
   }
 }
 
-function wireJson(row: Record<string, unknown>, wanted: readonly string[]): WirePostText {
+export function wireJson(row: Record<string, unknown>, wanted: readonly string[]): WirePostText {
   const id = row.id as string
   let json = `{"id":"${id}","text":${JSON.stringify(row.text)}`
   for (let i = 0; i < wanted.length; i++) {

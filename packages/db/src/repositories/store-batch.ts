@@ -134,6 +134,9 @@ const STORE_BATCH = `
     ON CONFLICT (id) DO UPDATE SET
       conversation_id = coalesce(excluded.conversation_id, p.conversation_id),
       author_id = coalesce(excluded.author_id, p.author_id),
+      -- A copy without its references (an included one) never unhooks a reply from its parent.
+      in_reply_to_user_id = coalesce(excluded.in_reply_to_user_id, p.in_reply_to_user_id),
+      in_reply_to_post_id = coalesce(excluded.in_reply_to_post_id, p.in_reply_to_post_id),
       text = excluded.text, lang = excluded.lang,
       retweet_count = excluded.retweet_count, reply_count = excluded.reply_count,
       like_count = excluded.like_count, quote_count = excluded.quote_count,
@@ -154,15 +157,18 @@ const STORE_BATCH = `
     ORDER BY 1, 2, 3
     ON CONFLICT DO NOTHING
   ),
+  -- Counters grow by the Posts newly inserted; version by every Post stored or replaced (a
+  -- replaced copy may bring likes, a parent or the root's reply count), so a tree a reader built
+  -- at one version stands until the next (docs/api.md §5).
   conv AS (
     INSERT INTO conversations AS c (
-      id, root_post_id, post_count, reply_count, first_created_at, last_created_at)
+      id, root_post_id, post_count, reply_count, first_created_at, last_created_at, version)
     SELECT conversation_id,
       max(id) FILTER (WHERE id = conversation_id),
-      count(*),
-      count(*) FILTER (WHERE in_reply_to_post_id IS NOT NULL),
-      min(created_at), max(created_at)
-    FROM new_posts WHERE conversation_id IS NOT NULL
+      count(*) FILTER (WHERE inserted),
+      count(*) FILTER (WHERE inserted AND in_reply_to_post_id IS NOT NULL),
+      min(created_at), max(created_at), 1
+    FROM p_up WHERE conversation_id IS NOT NULL
     GROUP BY conversation_id ORDER BY conversation_id
     ON CONFLICT (id) DO UPDATE SET
       root_post_id = coalesce(c.root_post_id, excluded.root_post_id),
@@ -170,6 +176,7 @@ const STORE_BATCH = `
       reply_count = c.reply_count + excluded.reply_count,
       first_created_at = least(c.first_created_at, excluded.first_created_at),
       last_created_at = greatest(c.last_created_at, excluded.last_created_at),
+      version = c.version + 1,
       updated_at = now()
   ),
   rej AS (

@@ -3,7 +3,7 @@ import { generateId } from '@threadline/domain'
 import type { Db } from '../connect.js'
 import type { Webhook, WebhookDelivery, WebhookFailure } from '../tables/index.js'
 
-// --- registrations (api.md §4.3) ---
+// --- registrations (docs/api.md §4.3) ---
 
 /** Registers a webhook (its CRC check already passed); undefined when the app is at its cap. */
 export async function createWebhook(

@@ -8,6 +8,8 @@ export interface ConversationsTable {
   root_post_id: Int8 | null
   post_count: Generated<number>
   reply_count: Generated<number>
+  /** Grows in the writer's transaction whenever a Post of it is stored or replaced. */
+  version: Generated<Int8>
   first_created_at: Timestamp
   last_created_at: Timestamp
   updated_at: GeneratedTimestamp

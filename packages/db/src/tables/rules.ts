@@ -29,6 +29,8 @@ export interface BackfillsTable {
   posts: Generated<number>
   root_fetched: Generated<boolean>
   error: string | null
+  /** The search the backfill uses; null until known. */
+  source: 'recent' | 'all' | null
   created_at: GeneratedTimestamp
   updated_at: GeneratedTimestamp
 }

@@ -1,0 +1,491 @@
+/**
+ * `pnpm bench conversations [--posts N] [--big B] [--duration S] [--connections C] [--walks W]`:
+ * GET /2/conversations/:id against a bare baseline in the same run, on a store of N Posts (default
+ * 1,000,000) holding one conversation of B Posts (default 50,000: a 2,000-deep chain, fans under
+ * the root, random branches, orphans under parents never stored) and N/20 small conversations of
+ * 19 Posts, one big Post every 20 so that the big one is spread over the whole table. The store is
+ * a dedicated database, generated with set-based SQL and reused while N and B stay the same.
+ *
+ * The baseline is `SELECT raw FROM posts WHERE conversation_id = $1 ORDER BY id` paged by keyset,
+ * served by node:http + pg (raw as text, joined as it comes). Scenarios, each api and baseline
+ * alternately:
+ * - first_page: the first page of 100 of the big tree (autocannon, rounds of 2 s);
+ * - walk_1000: every page of 1,000 through the big tree, one client (per-page p50/p99, Posts/s);
+ * - small_tree: a small conversation's whole tree, picked at random (autocannon);
+ * - cold_first_page: the first page right after the conversation's version moved (a rebuild).
+ * The last line is JSON with `ratio`: the minimum over the scenarios of api ÷ baseline rate.
+ */
+import { spawn, type ChildProcess } from 'node:child_process'
+import http from 'node:http'
+import { createInterface } from 'node:readline'
+import { parseArgs } from 'node:util'
+import { fileURLToPath } from 'node:url'
+import autocannon from 'autocannon'
+import pg from 'pg'
+import { loadConfig } from '@threadline/config'
+import {
+  createApp,
+  createDb,
+  ensureDatabase,
+  migrateToLatest,
+  readConversationSkeleton,
+  sql,
+  withDatabase,
+} from '@threadline/db'
+import { buildConversationTree } from '@threadline/domain'
+import { silentLogger } from '@threadline/logger'
+import { createRedis, deleteByPrefix } from '@threadline/redis'
+import { buildServer } from '@threadline/api'
+import { median } from './lib/runs.js'
+
+const { values, positionals } = parseArgs({
+  allowPositionals: true,
+  options: {
+    posts: { type: 'string', default: '1000000' },
+    big: { type: 'string', default: '50000' },
+    duration: { type: 'string', default: '8' },
+    connections: { type: 'string', default: '8' },
+    walks: { type: 'string', default: '3' },
+  },
+})
+const TARGET_POSTS = Number(values.posts)
+const BIG = Number(values.big)
+const DURATION = Number(values.duration)
+const CONNECTIONS = Number(values.connections)
+const WALKS = Number(values.walks)
+const TARGET_RATIO = 0.5
+/** Ids are this plus the row number; the big conversation's root is row 20. */
+const ID0 = 1_000_000_000_000_000_000n
+const BIG_ID = (ID0 + 20n).toString()
+const FIELDS = 'created_at,author_id,conversation_id,public_metrics,referenced_tweets,lang'
+
+const config = loadConfig()
+const benchUrl = withDatabase(config.DATABASE_URL, 'threadline_bench_conversations')
+
+// ---------------------------------------------------------------- child processes: the servers
+
+async function serveApi(): Promise<void> {
+  const prefix = `bench-conv-${process.pid}`
+  const db = createDb({ url: benchUrl, poolMax: 10, applicationName: 'bench-conv-api' })
+  const redis = createRedis(config.REDIS_URL, 'producer', 'bench-conv-api')
+  const server = buildServer({
+    db,
+    redis,
+    logger: silentLogger(),
+    options: {
+      host: '127.0.0.1',
+      port: 0,
+      prefix,
+      rateLimits: { lookup: 1e9, search: 1e9, counts: 1e9, rules: 1e9 },
+      ruleCap: 1000,
+      queryMaxLength: 1024,
+      bodyLimit: 1_048_576,
+      tokenCacheMs: 60_000,
+      tokenSecret: 'bench',
+    },
+  })
+  await server.start()
+  process.stdout.write(`listening ${server.url()}\n`)
+  process.once('SIGTERM', () => {
+    void deleteByPrefix(redis, prefix).finally(() => server.close())
+  })
+}
+
+async function serveBaseline(): Promise<void> {
+  const pool = new pg.Pool({ connectionString: benchUrl, max: 10 })
+  const server = http.createServer((req, res) => {
+    const url = new URL(req.url!, 'http://x')
+    const conversation = url.searchParams.get('conversation')!
+    const after = url.searchParams.get('after') ?? '0'
+    const limit = Number(url.searchParams.get('limit') ?? '100')
+    pool
+      .query<{ id: string; raw: string }>(
+        'SELECT id, raw::text AS raw FROM posts WHERE conversation_id = $1 AND id > $2 ORDER BY id LIMIT $3',
+        [conversation, after, limit + 1],
+      )
+      .then(
+        ({ rows }) => {
+          const page = rows.slice(0, limit)
+          const next = rows.length > limit ? `,"next_token":"${page.at(-1)!.id}"` : ''
+          res.writeHead(200, { 'content-type': 'application/json; charset=utf-8' })
+          res.end(
+            `{"data":[${page.map((r) => r.raw).join(',')}],"meta":{"result_count":${page.length}${next}}}`,
+          )
+        },
+        (err: Error) => {
+          res.writeHead(500)
+          res.end(err.message)
+        },
+      )
+  })
+  server.listen(0, '127.0.0.1', () => {
+    const { port } = server.address() as { port: number }
+    process.stdout.write(`listening http://127.0.0.1:${port}\n`)
+  })
+  process.once('SIGTERM', () => {
+    server.close()
+    void pool.end()
+  })
+}
+
+// ---------------------------------------------------------------- parent: data, load, figures
+
+async function ensureData(): Promise<{ posts: number; big: number }> {
+  await ensureDatabase(benchUrl)
+  const db = createDb({ url: benchUrl, poolMax: 2, applicationName: 'bench-conv-setup' })
+  try {
+    await migrateToLatest(db)
+    const counts = async () => {
+      const { rows } = await sql<{ posts: string; big: string }>`
+        SELECT (SELECT count(*) FROM posts) AS posts,
+          (SELECT post_count FROM conversations WHERE id = ${BIG_ID}) AS big`.execute(db)
+      return { posts: Number(rows[0]!.posts), big: Number(rows[0]!.big ?? 0) }
+    }
+    const have = await counts()
+    if (have.posts === TARGET_POSTS && have.big === BIG) {
+      console.log(`reusing ${have.posts} stored Posts (a conversation of ${have.big})`)
+      return have
+    }
+    if (TARGET_POSTS < BIG * 20) throw new Error(`--posts must be at least 20 × --big`)
+    console.log(`generating ${TARGET_POSTS} Posts, one conversation of ${BIG}…`)
+    const t0 = performance.now()
+    await sql`TRUNCATE posts, conversations`.execute(db)
+    // Row g: every 20th (while k = g/20 - 1 < BIG) is Post k of the big conversation, whose
+    // parent is k - 1 for the first 2,000 (a deep chain), the root for every 10th, a parent never
+    // stored for every 997th, else one of the 300 before it. The others make blocks of 19: a
+    // root and replies to earlier Posts of the block.
+    await sql`
+      INSERT INTO posts (id, conversation_id, author_id, in_reply_to_user_id, in_reply_to_post_id,
+        text, created_at, lang, retweet_count, reply_count, like_count, quote_count, raw, observed_at)
+      SELECT s.id, s.conv, s.author, CASE WHEN s.parent IS NOT NULL THEN 1000 END, s.parent, s.text,
+        s.created_at, 'en', 0, s.g % 5, s.likes, 0,
+        jsonb_build_object(
+          'id', s.id::text, 'text', s.text, 'author_id', s.author::text,
+          'conversation_id', s.conv::text,
+          'created_at', to_char(s.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+          'lang', 'en', 'edit_history_tweet_ids', jsonb_build_array(s.id::text),
+          'public_metrics', jsonb_build_object('retweet_count', 0, 'reply_count', s.g % 5,
+            'like_count', s.likes, 'quote_count', 0, 'bookmark_count', 0,
+            'impression_count', s.g % 1000),
+          'entities', jsonb_build_object('hashtags', jsonb_build_array(
+            jsonb_build_object('start', 0, 'end', 6, 'tag', 'topic' || (s.g % 50)))),
+          'reply_settings', 'everyone', 'possibly_sensitive', false)
+          || CASE WHEN s.parent IS NULL THEN '{}'::jsonb ELSE jsonb_build_object(
+            'in_reply_to_user_id', '1000',
+            'referenced_tweets', jsonb_build_array(
+              jsonb_build_object('type', 'replied_to', 'id', s.parent::text))) END,
+        now()
+      FROM generate_series(1, ${TARGET_POSTS}::int) AS gs(g)
+      CROSS JOIN LATERAL (SELECT gs.g::bigint AS g, gs.g / 20 - 1 AS k,
+        gs.g % 20 = 0 AND gs.g / 20 <= ${BIG}::int AS big, ((gs.g - 1) / 20) * 20 + 1 AS block_root) b
+      CROSS JOIN LATERAL (SELECT
+        b.g,
+        ${ID0.toString()}::bigint + b.g AS id,
+        CASE WHEN b.big THEN ${BIG_ID}::bigint ELSE ${ID0.toString()}::bigint + b.block_root END AS conv,
+        CASE
+          WHEN b.big THEN CASE
+            WHEN b.k = 0 THEN NULL
+            WHEN b.k <= 2000 THEN ${ID0.toString()}::bigint + 20 * b.k
+            WHEN b.k % 997 = 0 THEN ${ID0.toString()}::bigint + 4000000000 + b.k
+            WHEN b.k % 10 = 0 THEN ${BIG_ID}::bigint
+            ELSE ${ID0.toString()}::bigint + 20 * (b.k - ((b.k * 7919) % least(b.k - 1, 300)))
+          END
+          WHEN b.g = b.block_root THEN NULL
+          ELSE ${ID0.toString()}::bigint + b.block_root + (b.g * 7919) % (b.g - b.block_root)
+        END AS parent,
+        1000 + (b.g * 13) % 5000 AS author,
+        (b.g * 31) % 17 AS likes,
+        now() - (${TARGET_POSTS}::int - b.g) * interval '100 ms' AS created_at,
+        'post ' || b.g || ' in a benchmark conversation about #topic' || (b.g % 50) AS text
+      ) s`.execute(db)
+    await sql`
+      INSERT INTO conversations (id, root_post_id, post_count, reply_count, first_created_at,
+        last_created_at, version)
+      SELECT conversation_id, max(id) FILTER (WHERE id = conversation_id), count(*),
+        count(*) FILTER (WHERE in_reply_to_post_id IS NOT NULL), min(created_at), max(created_at), 1
+      FROM posts GROUP BY conversation_id`.execute(db)
+    // All-visible pages, so the tree's skeleton is an index-only scan as in a settled store.
+    await sql`VACUUM (ANALYZE) posts`.execute(db)
+    await sql`VACUUM (ANALYZE) conversations`.execute(db)
+    const made = await counts()
+    console.log(`generated ${made.posts} Posts in ${Math.round((performance.now() - t0) / 1000)} s`)
+    return made
+  } finally {
+    await db.destroy()
+  }
+}
+
+function startChild(mode: string): Promise<{ child: ChildProcess; url: string }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(import.meta.url), mode], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  })
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`${mode} did not start`)), 30_000)
+    child.once('exit', (code) => reject(new Error(`${mode} exited with ${code}`)))
+    createInterface({ input: child.stdout! }).on('line', (line) => {
+      const m = /^listening (\S+)/.exec(line)
+      if (m) {
+        clearTimeout(timer)
+        resolve({ child, url: m[1]! })
+      }
+    })
+  })
+}
+
+async function stopChild(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null) return
+  const exited = new Promise((resolve) => child.once('exit', resolve))
+  child.kill('SIGTERM')
+  const timer = setTimeout(() => child.kill('SIGKILL'), 10_000)
+  await exited
+  clearTimeout(timer)
+}
+
+interface Load {
+  rps: number
+  p50: number
+  p99: number
+  errors: number
+}
+
+async function load(base: string, paths: () => string, headers: Record<string, string>) {
+  const result = await autocannon({
+    url: base,
+    connections: CONNECTIONS,
+    duration: 2,
+    headers,
+    requests: [{ setupRequest: (req) => ({ ...req, path: paths() }) }],
+  })
+  return {
+    rps: result.requests.average,
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    errors: result.errors + result.non2xx,
+  }
+}
+
+/** Alternating 2 s rounds of the two servers; the ratio is the median over the pairs. */
+async function alternate(
+  api: () => Promise<Load>,
+  baseline: () => Promise<Load>,
+): Promise<{ api: Load; baseline: Load; ratio: number }> {
+  await api()
+  await baseline()
+  const as: Load[] = []
+  const bs: Load[] = []
+  const rounds = Math.max(2, Math.round(DURATION / 2))
+  for (let r = 0; r < rounds; r++) {
+    if (r % 2 === 0) {
+      as.push(await api())
+      bs.push(await baseline())
+    } else {
+      bs.push(await baseline())
+      as.push(await api())
+    }
+  }
+  const combine = (rs: Load[]): Load => ({
+    rps: Math.round(rs.reduce((s, r) => s + r.rps, 0) / rs.length),
+    p50: Math.max(...rs.map((r) => r.p50)),
+    p99: Math.max(...rs.map((r) => r.p99)),
+    errors: rs.reduce((s, r) => s + r.errors, 0),
+  })
+  const ratio = median(as.map((a, i) => a.rps / bs[i]!.rps))
+  return { api: combine(as), baseline: combine(bs), ratio: Math.round(ratio * 100) / 100 }
+}
+
+const percentile = (values: readonly number[], p: number) => {
+  const sorted = [...values].sort((a, b) => a - b)
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!
+}
+const ms = (x: number) => Math.round(x * 10) / 10
+
+/** One walk through every page, one request at a time: per-page times and the ids in order. */
+async function walk(
+  page: (token: string | undefined) => string,
+  headers: Record<string, string>,
+): Promise<{ times: number[]; ids: string[]; seconds: number }> {
+  const times: number[] = []
+  const ids: string[] = []
+  let token: string | undefined
+  const t0 = performance.now()
+  do {
+    const t = performance.now()
+    const res = await fetch(page(token), { headers })
+    const body = (await res.json()) as {
+      data?: Array<{ id: string }>
+      meta: { next_token?: string }
+    }
+    times.push(performance.now() - t)
+    if (res.status !== 200) throw new Error(`page answered ${res.status}: ${JSON.stringify(body)}`)
+    for (const p of body.data ?? []) ids.push(p.id)
+    token = body.meta.next_token
+  } while (token)
+  return { times, ids, seconds: (performance.now() - t0) / 1000 }
+}
+
+async function main(): Promise<void> {
+  const { posts, big } = await ensureData()
+  const setup = createDb({ url: benchUrl, poolMax: 2 })
+  const app = await createApp(setup, 'bench')
+  const auth = { authorization: `Bearer ${app.bearer_token}` }
+
+  // The tree built in this process, cold, step by step: the skeleton read and each sort's build.
+  const reads: number[] = []
+  const builds: Record<string, number[]> = { oldest: [], newest: [], top: [] }
+  for (let i = 0; i < 5; i++) {
+    let t = performance.now()
+    const skeleton = await readConversationSkeleton(setup, BIG_ID)
+    reads.push(performance.now() - t)
+    for (const sort of ['oldest', 'newest', 'top'] as const) {
+      t = performance.now()
+      buildConversationTree(BIG_ID, skeleton.rows, sort)
+      builds[sort]!.push(performance.now() - t)
+    }
+  }
+  console.log(
+    `skeleton of ${big}: read p50 ${ms(percentile(reads, 50))} ms; build ` +
+      Object.entries(builds)
+        .map(([s, t]) => `${s} ${ms(percentile(t, 50))} ms`)
+        .join(', '),
+  )
+
+  const smalls = Array.from({ length: Math.floor(posts / 20) - 1 }, (_, i) =>
+    (ID0 + BigInt(i * 20 + 1)).toString(),
+  )
+  let n = 0
+  const small = () => smalls[(n = (n * 7919 + 13) % smalls.length)]!
+
+  const api = await startChild('serve-api')
+  const baseline = await startChild('serve-baseline')
+  const figures: Record<string, Record<string, number>> = {}
+  const ratios: number[] = []
+  try {
+    // The same Posts both ways, each once: a whole walk of each.
+    const treePage = (size: number) => (token: string | undefined) =>
+      `${api.url}/2/conversations/${BIG_ID}?max_results=${size}&tweet.fields=${FIELDS}` +
+      (token ? `&pagination_token=${token}` : '')
+    const basePage = (size: number) => (token: string | undefined) =>
+      `${baseline.url}/?conversation=${BIG_ID}&limit=${size}` + (token ? `&after=${token}` : '')
+    const check = await walk(treePage(1000), auth)
+    const base = await walk(basePage(1000), {})
+    if (check.ids.length !== big || new Set(check.ids).size !== big) {
+      throw new Error(
+        `the tree walk gave ${check.ids.length} Posts, ${new Set(check.ids).size} distinct, of ${big}`,
+      )
+    }
+    if ([...check.ids].sort().join() !== [...base.ids].sort().join()) {
+      throw new Error('the tree and the baseline hold different Posts')
+    }
+
+    // first_page
+    const first = await alternate(
+      () =>
+        load(
+          api.url,
+          () => `/2/conversations/${BIG_ID}?max_results=100&tweet.fields=${FIELDS}`,
+          auth,
+        ),
+      () => load(baseline.url, () => `/?conversation=${BIG_ID}&limit=100`, {}),
+    )
+    console.log(
+      `first_page   api ${first.api.rps} req/s p50 ${first.api.p50} ms p99 ${first.api.p99} ms | baseline ${first.baseline.rps} req/s p99 ${first.baseline.p99} ms | ratio ${first.ratio}`,
+    )
+    figures.first_page = {
+      rps: first.api.rps,
+      p50_ms: first.api.p50,
+      p99_ms: first.api.p99,
+      baseline_rps: first.baseline.rps,
+      baseline_p99_ms: first.baseline.p99,
+      errors: first.api.errors + first.baseline.errors,
+      ratio: first.ratio,
+    }
+    ratios.push(first.ratio)
+
+    // walk_1000: alternately, each walk a full pass; Posts/s over the pass.
+    const apiWalks: Array<Awaited<ReturnType<typeof walk>>> = []
+    const baseWalks: Array<Awaited<ReturnType<typeof walk>>> = []
+    for (let w = 0; w < WALKS; w++) {
+      if (w % 2 === 0) {
+        apiWalks.push(await walk(treePage(1000), auth))
+        baseWalks.push(await walk(basePage(1000), {}))
+      } else {
+        baseWalks.push(await walk(basePage(1000), {}))
+        apiWalks.push(await walk(treePage(1000), auth))
+      }
+    }
+    const rate = (ws: typeof apiWalks) => median(ws.map((x) => x.ids.length / x.seconds))
+    const walkRatio =
+      Math.round(
+        median(apiWalks.map((a, i) => a.seconds && baseWalks[i]!.seconds / a.seconds)) * 100,
+      ) / 100
+    const apiTimes = apiWalks.flatMap((x) => x.times)
+    const baseTimes = baseWalks.flatMap((x) => x.times)
+    figures.walk_1000 = {
+      pages: apiWalks[0]!.times.length,
+      p50_ms: ms(percentile(apiTimes, 50)),
+      p99_ms: ms(percentile(apiTimes, 99)),
+      posts_per_s: Math.round(rate(apiWalks)),
+      baseline_p50_ms: ms(percentile(baseTimes, 50)),
+      baseline_p99_ms: ms(percentile(baseTimes, 99)),
+      baseline_posts_per_s: Math.round(rate(baseWalks)),
+      ratio: walkRatio,
+    }
+    console.log(`walk_1000    ${JSON.stringify(figures.walk_1000)}`)
+    ratios.push(walkRatio)
+
+    // small_tree: a different small conversation each request (most are not cached).
+    const smallTree = await alternate(
+      () => load(api.url, () => `/2/conversations/${small()}?tweet.fields=${FIELDS}`, auth),
+      () => load(baseline.url, () => `/?conversation=${small()}&limit=100`, {}),
+    )
+    console.log(
+      `small_tree   api ${smallTree.api.rps} req/s p50 ${smallTree.api.p50} ms p99 ${smallTree.api.p99} ms | baseline ${smallTree.baseline.rps} req/s p99 ${smallTree.baseline.p99} ms | ratio ${smallTree.ratio}`,
+    )
+    figures.small_tree = {
+      rps: smallTree.api.rps,
+      p50_ms: smallTree.api.p50,
+      p99_ms: smallTree.api.p99,
+      baseline_rps: smallTree.baseline.rps,
+      baseline_p99_ms: smallTree.baseline.p99,
+      errors: smallTree.api.errors + smallTree.baseline.errors,
+      ratio: smallTree.ratio,
+    }
+    ratios.push(smallTree.ratio)
+
+    // cold_first_page: the version moves before each request, as in a conversation being written.
+    const cold: number[] = []
+    for (let i = 0; i < 20; i++) {
+      await sql`UPDATE conversations SET version = version + 1 WHERE id = ${BIG_ID}`.execute(setup)
+      const t = performance.now()
+      const res = await fetch(treePage(100)(undefined), { headers: auth })
+      await res.arrayBuffer()
+      cold.push(performance.now() - t)
+    }
+    figures.cold_first_page = { p50_ms: ms(percentile(cold, 50)), p99_ms: ms(percentile(cold, 99)) }
+    console.log(`cold_first_page ${JSON.stringify(figures.cold_first_page)}`)
+  } finally {
+    await stopChild(api.child)
+    await stopChild(baseline.child)
+    await setup.destroy()
+  }
+  console.log(
+    JSON.stringify({
+      bench: 'conversations',
+      posts,
+      big_conversation: big,
+      connections: CONNECTIONS,
+      skeleton_read_p50_ms: ms(percentile(reads, 50)),
+      build_p50_ms: Object.fromEntries(
+        Object.entries(builds).map(([s, t]) => [s, ms(percentile(t, 50))]),
+      ),
+      ...figures,
+      target_ratio: TARGET_RATIO,
+      ratio: Math.min(...ratios),
+    }),
+  )
+}
+
+const mode = positionals[0]
+if (mode === 'serve-api') await serveApi()
+else if (mode === 'serve-baseline') await serveBaseline()
+else await main()
