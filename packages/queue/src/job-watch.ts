@@ -34,9 +34,15 @@ export async function watchJobs(
   prefix: string,
   connection: Redis,
 ): Promise<JobWatch> {
+  // From the events stream's current end, not from whatever end the first blocking read finds: a
+  // job added in between would otherwise end unseen.
+  const tail = (await connection.xrevrange(queue.toKey('events'), '+', '-', 'COUNT', 1)) as Array<
+    [string, string[]]
+  >
   const events = new QueueEvents(QUEUES[name].name, {
     connection,
     prefix: queuePrefix(prefix, name, connection),
+    lastEventId: tail[0]?.[0] ?? '0-0',
   })
   const waiting = new Map<string, { promise: Promise<void>; resolve: () => void; since: number }>()
   const end = (id: string) => {
