@@ -25,6 +25,7 @@ import { createPageTokens } from './page-token.js'
 import { registerActivityRoutes } from './activity/routes.js'
 import { registerConversationRoutes } from './conversations/index.js'
 import { registerRoutes } from './routes.js'
+import { registerThreadRoutes } from './threads.js'
 
 import type { ApiDeps } from './types.js'
 
@@ -218,6 +219,7 @@ export function buildServer(deps: ApiDeps): ApiServer {
   registerRoutes(app, ctx)
   registerConversationRoutes(app, ctx)
   registerActivityRoutes(app, ctx, { redis, prefix: options.prefix, options: options.activity })
+  registerThreadRoutes(app)
 
   app.get('/health', async () => ({ status: 'ok' }))
   app.get('/ready', async (_request, reply) => {

@@ -30,15 +30,22 @@ export function redactUrl(value: string): string {
   }
 }
 
+/** Where a logger writes its JSON lines: stdout unless given (a terminal renderer, say). */
+export interface LogDestination {
+  write(line: string): void
+}
+
 /** The one root logger of a process; components take `logger.child({ component })`. */
-export function createLogger(options: { level?: string; name?: string } = {}): Logger {
+export function createLogger(
+  options: { level?: string; name?: string; destination?: LogDestination } = {},
+): Logger {
   const opts: LoggerOptions = {
     level: options.level ?? 'info',
     redact: { paths: redactPaths, censor: '[redacted]' },
     base: { service: options.name ?? 'threadline' },
     timestamp: pino.stdTimeFunctions.isoTime,
   }
-  return pino(opts)
+  return options.destination ? pino(opts, options.destination) : pino(opts)
 }
 
 /** A logger that writes nothing, for tests and quiet commands. */

@@ -11,6 +11,7 @@ import { runUntilSignal, type Service } from '@threadline/runtime'
 import { simulatorFromConfig, type Simulator, type SimulatorTuning } from '@threadline/simulator'
 import { writerFromConfig, type WriterOptions } from '@threadline/writer'
 import { err, UsageError } from '../output.js'
+import type { Terminal } from '../terminal.js'
 import { migrate } from './migrate.js'
 
 /**
@@ -63,6 +64,12 @@ export const ROLES: Record<string, RoleFactory> = {
     ),
 }
 
+/** A listening address people can open: 0.0.0.0 and :: listen everywhere, so name this machine. */
+function viewerHost(host: string): string {
+  if (host === '0.0.0.0' || host === '::' || host === '') return '127.0.0.1'
+  return host.includes(':') ? `[${host}]` : host
+}
+
 export function parseRoles(value: string | undefined): string[] {
   const roles = value
     ? value
@@ -79,11 +86,20 @@ export function parseRoles(value: string | undefined): string[] {
   return roles
 }
 
+/** How often the demo reports progress: a status line redrawn on a terminal, a JSON log line off it. */
+const PROGRESS_MS = 1_000
+
 /**
  * The demo of `pnpm start`: a demo app with a fresh token (printed), rules for the simulator's live
- * demo conversations, and a progress line per second.
+ * demo conversations, a link to the viewer (docs/api.md §6) with the token in its fragment, and
+ * progress each second.
  */
-function demo(config: Config, logger: Logger, simulator: Simulator | undefined): Service {
+function demo(
+  config: Config,
+  logger: Logger,
+  simulator: Simulator | undefined,
+  terminal: Terminal | undefined,
+): Service {
   const db = createDb({ url: config.DATABASE_URL, poolMax: 2, applicationName: 'threadline-demo' })
   const redis = createRedis(config, 'producer', 'demo')
   const queue = createQueue('posts', { connection: redis, prefix: config.REDIS_PREFIX, logger })
@@ -98,36 +114,47 @@ function demo(config: Config, logger: Logger, simulator: Simulator | undefined):
         conversations.map((id) => ({ value: `conversation_id:${id}`, tag: 'demo' })),
         { cap: 1000 },
       )
-      const base = `http://${config.HOST}:${config.PORT}`
-      err(
-        [
-          '',
-          `Threadline is running. Demo app ${app.app_id}; its bearer token (new each start):`,
-          `  export TOKEN=${app.bearer_token}`,
-          `Following ${conversations.length} live conversation(s) of the simulator. Try:`,
-          ...conversations
-            .slice(0, 1)
-            .map(
-              (id) =>
-                `  curl -H "Authorization: Bearer $TOKEN" '${base}/2/tweets/search/recent?query=conversation_id:${id}&tweet.fields=created_at,conversation_id'`,
-            ),
-          `  curl -N -H "Authorization: Bearer $TOKEN" '${base}/2/tweets/search/stream'`,
-          '',
-        ].join('\n'),
-      )
+      const base = `http://${viewerHost(config.HOST)}:${config.PORT}`
+      // The token rides in the fragment, which the browser never sends (docs/api.md §6).
+      const viewer = conversations[0] ? `/threads/${conversations[0]}` : '/threads'
+      const banner = [
+        '',
+        `Threadline is running. Demo app ${app.app_id}; its bearer token (new each start):`,
+        `  export TOKEN=${app.bearer_token}`,
+        `Read a live conversation in the browser:`,
+        `  ${base}${viewer}#token=${app.bearer_token}`,
+        `Following ${conversations.length} live conversation(s) of the simulator. Try:`,
+        ...conversations
+          .slice(0, 1)
+          .map(
+            (id) =>
+              `  curl -H "Authorization: Bearer $TOKEN" '${base}/2/tweets/search/recent?query=conversation_id:${id}&tweet.fields=created_at,conversation_id'`,
+          ),
+        `  curl -N -H "Authorization: Bearer $TOKEN" '${base}/2/tweets/search/stream'`,
+        '',
+      ].join('\n')
+      if (terminal) terminal.print(banner)
+      else err(banner)
+      let previous: { posts: number; at: number } | undefined
       const tick = async () => {
         const { rows } = await sql<{ posts: string; conversations: string }>`
           SELECT (SELECT count(*) FROM posts) AS posts, (SELECT count(*) FROM conversations) AS conversations`.execute(
           db,
         )
         const waiting = await queue.getWaitingCount()
-        logger.info(
-          {
-            posts: Number(rows[0]!.posts),
-            conversations: Number(rows[0]!.conversations),
-            queued: waiting,
-          },
-          'progress',
+        const posts = Number(rows[0]!.posts)
+        const conversationCount = Number(rows[0]!.conversations)
+        if (!terminal) {
+          logger.info({ posts, conversations: conversationCount, queued: waiting }, 'progress')
+          return
+        }
+        const now = Date.now()
+        const rate = previous ? ((posts - previous.posts) * 1000) / (now - previous.at) : 0
+        previous = { posts, at: now }
+        terminal.status(
+          `● ${new Date(now).toISOString().slice(11, 19)}  ${posts.toLocaleString('en')} Posts` +
+            ` (+${Math.max(0, Math.round(rate))}/s) in ${conversationCount.toLocaleString('en')}` +
+            ` conversations · ${waiting} queued`,
         )
       }
       timer = setInterval(
@@ -135,11 +162,12 @@ function demo(config: Config, logger: Logger, simulator: Simulator | undefined):
           void tick().catch((error: unknown) =>
             logger.warn({ err: error }, 'progress query failed'),
           ),
-        1_000,
+        PROGRESS_MS,
       )
     },
     async close() {
       clearInterval(timer)
+      terminal?.clear()
       await queue.close()
       await closeRedis(redis)
       await db.destroy()
@@ -157,6 +185,7 @@ export async function start(
   logger: Logger,
   options: { roles: string[]; migrate: boolean; simulate: boolean; demo: boolean },
   tuning: RoleTuning = {},
+  terminal?: Terminal,
 ): Promise<void> {
   if (options.migrate || options.demo) await migrate(config)
   // First in, last out: /metrics answers while the roles start and stop (METRICS_PORT=0: off).
@@ -181,7 +210,9 @@ export async function start(
     for (const s of services.reverse()) await s.close()
     throw error
   }
-  if (options.demo) services.push(demo(config, logger.child({ role: 'demo' }), ctx.simulator))
+  if (options.demo) {
+    services.push(demo(config, logger.child({ role: 'demo' }), ctx.simulator, terminal))
+  }
   logger.info({ roles: options.roles, simulator: ctx.simulator?.url }, 'threadline starting')
   await runUntilSignal(services, logger, config.SHUTDOWN_TIMEOUT_MS)
 }
