@@ -15,7 +15,6 @@ export function fastOptions(
     upstreamUrl,
     search: 'recent',
     batchMaxItems: 50,
-    batchMaxMs: 20,
     reconcileMs: 500,
     rulesDebounceMs: 20,
     stallMs: 1_000,

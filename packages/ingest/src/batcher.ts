@@ -2,30 +2,59 @@ import type { Logger } from '@threadline/logger'
 
 export interface BatcherOptions {
   maxItems: number
-  maxMs: number
   /** Also closes a batch at this many characters, so that one job's payload stays bounded. */
   maxBytes?: number
+  /**
+   * Batches handed on and not yet done (see HandedOn) before what arrives gathers into the next
+   * one instead of going at once (default 1).
+   */
+  maxInFlight?: number
   /** Wait between attempts to hand a batch on while the queue is unreachable. */
   retryMs?: number
   maxRetryMs?: number
 }
 
-/** Hands a batch on (adds a `posts` job); rejects when it could not. */
-export type BatchSink<L> = (lines: L[], observedAt: string) => Promise<void>
+/** A batch the sink handed on: `done` settles once it no longer occupies a writer. */
+export interface HandedOn {
+  done: Promise<void>
+}
 
 /**
- * Groups lines into batches by count and by a time bound. Backpressure: when a batch is full,
- * `add` waits until it (and any batch before it) has been handed on, retrying while the sink
- * fails, so at most two batches are ever held and a caller that awaits `add` stops reading.
+ * Hands a batch on (adds a `posts` job); rejects when it could not. Resolves to what tells when
+ * the batch is done, or to nothing when it is done once handed on.
+ */
+export type BatchSink<L> = (lines: L[], observedAt: string) => Promise<HandedOn | void>
+
+/** Why batches went: at once (nothing in flight), gathered behind one in flight, or full. */
+export interface BatcherCounts {
+  atOnce: number
+  gathered: number
+  full: number
+}
+
+/**
+ * Groups lines into batches by what is waiting, not by a clock (group commit, see
+ * docs/architecture.md): a line that arrives while fewer than `maxInFlight` batches are in flight
+ * (handed on and not yet done) goes at once, in a batch of its own; while they are, lines gather
+ * into the next batch, which goes as soon as one of them is done, or at once when it reaches
+ * `maxItems` or `maxBytes`. So a quiet stream's Post is queued without waiting and a busy stream's
+ * batches fill. A line is never held while nothing is in flight.
+ *
+ * Backpressure: when a batch is full, `add` waits until it (and any batch before it) has been
+ * handed on, retrying while the sink fails, so a caller that awaits `add` stops reading.
  */
 export class Batcher<L extends { length: number } = string> {
   private buffer: L[] = []
   private bytes = 0
   private observedAt = ''
-  private timer: NodeJS.Timeout | undefined
-  private inFlight: Promise<void> = Promise.resolve()
+  /** Batches go to the sink one at a time, in order: the last one handed to it. */
+  private handing: Promise<void> = Promise.resolve()
+  private inFlight = 0
   private closed = false
   private readonly log: Logger
+  private readonly maxInFlight: number
+  /** Batches handed on, by why they went (a flush at close counts as gathered). */
+  readonly counts: BatcherCounts = { atOnce: 0, gathered: 0, full: 0 }
 
   constructor(
     private readonly sink: BatchSink<L>,
@@ -33,51 +62,70 @@ export class Batcher<L extends { length: number } = string> {
     logger: Logger,
   ) {
     this.log = logger.child({ component: 'batcher' })
+    this.maxInFlight = Math.max(1, options.maxInFlight ?? 1)
   }
 
+  /** Lines gathered and not yet handed on. */
   get pending(): number {
     return this.buffer.length
   }
 
+  /** Batches handed on (or being handed on) and not yet done. */
+  get inFlightBatches(): number {
+    return this.inFlight
+  }
+
   async add(line: L): Promise<void> {
-    if (this.buffer.length === 0) {
-      this.observedAt = new Date().toISOString()
-      this.timer = setTimeout(() => void this.flush(), this.options.maxMs)
-    }
+    if (this.buffer.length === 0) this.observedAt = new Date().toISOString()
     this.buffer.push(line)
     this.bytes += line.length
     if (
       this.buffer.length >= this.options.maxItems ||
       this.bytes >= (this.options.maxBytes ?? Infinity)
     ) {
-      await this.flush()
+      await this.ship('full')
+    } else if (this.inFlight < this.maxInFlight) {
+      // Idle: the line goes now. What arrives while it is handed on gathers behind it.
+      void this.ship('atOnce')
     }
   }
 
   /** Hands on what is buffered; resolves once it (and everything before it) is handed on. */
   flush(): Promise<void> {
-    clearTimeout(this.timer)
-    this.timer = undefined
-    if (this.buffer.length === 0) return this.inFlight
+    return this.ship('gathered')
+  }
+
+  private ship(why: keyof BatcherCounts): Promise<void> {
+    if (this.buffer.length === 0) return this.handing
+    this.counts[why] += 1
     const lines = this.buffer
     const observedAt = this.observedAt
     this.buffer = []
     this.bytes = 0
-    // Batches go out one at a time, in order.
-    this.inFlight = this.inFlight.then(() => this.send(lines, observedAt))
-    return this.inFlight
+    this.inFlight += 1
+    this.handing = this.handing.then(() => this.send(lines, observedAt))
+    return this.handing
+  }
+
+  /** One batch is done: what gathered meanwhile goes now, if the bound allows. */
+  private readonly settled = (): void => {
+    this.inFlight -= 1
+    if (this.inFlight < this.maxInFlight && this.buffer.length > 0) void this.ship('gathered')
   }
 
   private async send(lines: L[], observedAt: string): Promise<void> {
     const base = this.options.retryMs ?? 200
     for (let attempt = 1; ; attempt++) {
       try {
-        await this.sink(lines, observedAt)
+        const handed = await this.sink(lines, observedAt)
         if (attempt > 1) this.log.info({ attempt }, 'queue reachable again; batch handed on')
+        if (handed) handed.done.then(this.settled, this.settled)
+        else this.settled()
         return
       } catch (err) {
         if (this.closed) {
           this.log.error({ err, lines: lines.length }, 'batch not handed on at shutdown')
+          this.settled()
           return
         }
         const delay = Math.min(this.options.maxRetryMs ?? 5_000, base * attempt)

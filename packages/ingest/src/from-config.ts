@@ -16,8 +16,6 @@ export class MissingUpstreamError extends Error {
   }
 }
 
-/** A partial batch is queued after this long (bounds a Post's wait at low rates). */
-const BATCH_MAX_MS = 100
 /** Full rule reconcile against the upstream's rule list, besides LISTEN (repairs drift). */
 const RECONCILE_MS = 60_000
 /** Coalesces a burst of rule changes into one upstream call. */
@@ -44,7 +42,6 @@ export function ingestOptionsFromConfig(
     upstreamBearerToken: config.UPSTREAM_BEARER_TOKEN,
     search: config.UPSTREAM_SEARCH,
     batchMaxItems: POSTS_BATCH_MAX_LINES,
-    batchMaxMs: BATCH_MAX_MS,
     batchMaxBytes: POSTS_BATCH_MAX_BYTES,
     reconcileMs: RECONCILE_MS,
     rulesDebounceMs: RULES_DEBOUNCE_MS,

@@ -2,11 +2,11 @@ import { randomUUID } from 'node:crypto'
 import type { Db } from '@threadline/db'
 import type { Logger } from '@threadline/logger'
 import type { IngestMetrics } from '@threadline/metrics'
-import { addPostsBatch, createQueue, type PostsJob } from '@threadline/queue'
+import { addPostsBatch, createQueue, watchJobs, type PostsJob } from '@threadline/queue'
 import { closeRedis, createLease, type Lease, type Redis } from '@threadline/redis'
 import { once, type Service } from '@threadline/runtime'
 import type { BackoffPolicy } from './backoff.js'
-import { Batcher } from './batcher.js'
+import { Batcher, type BatcherCounts } from './batcher.js'
 import { createBackfillQueue, createBackfillWorker } from './backfill.js'
 import { RuleSync } from './rule-sync.js'
 import { StreamReader, type StreamEvent } from './stream-reader.js'
@@ -17,7 +17,6 @@ export interface IngestOptions {
   upstreamBearerToken?: string
   search: 'recent' | 'all'
   batchMaxItems: number
-  batchMaxMs: number
   batchMaxBytes?: number
   reconcileMs: number
   rulesDebounceMs: number
@@ -59,6 +58,8 @@ export interface IngestStats {
   keepAlives: number
   errorLines: number
   batches: number
+  /** The stream's batches by why they were queued (see Batcher), in this leadership. */
+  streamBatches: BatcherCounts
   ruleSyncs: number
   activeRules: number
 }
@@ -92,15 +93,21 @@ export function createIngest(deps: IngestDeps): Ingest {
   const backfillQueue = createBackfillQueue({ db, redis, prefix, logger: deps.logger })
   // The Batcher retries a batch with the same array: the same id then names its payload and job.
   const batchIds = new WeakMap<object, string>()
+  /** The id of a batch of the stream: made on its first attempt, the same on every retry. */
+  const streamBatchId = (lines: object): { id: string; firstAttempt: boolean } => {
+    const known = batchIds.get(lines)
+    if (known !== undefined) return { id: known, firstAttempt: false }
+    const id = randomUUID()
+    batchIds.set(lines, id)
+    return { id, firstAttempt: true }
+  }
+  /** Adds a `posts` job for the lines under `id` (see addPostsBatch for retries). */
   const addPosts = async (
     lines: (string | Buffer)[],
     observedAt: string,
     source: string,
-    given?: string,
-  ) => {
-    let id = given ?? batchIds.get(lines)
-    const firstAttempt = id === undefined
-    if (id === undefined) batchIds.set(lines, (id = randomUUID()))
+    { id, firstAttempt }: { id: string; firstAttempt: boolean },
+  ): Promise<void> => {
     await addPostsBatch(postsQueue, redis, prefix, {
       id,
       firstAttempt,
@@ -122,7 +129,10 @@ export function createIngest(deps: IngestDeps): Ingest {
           logger: deps.logger,
           sink: (line, source, pageId) => {
             metrics?.backfillPage()
-            return addPosts([line], new Date().toISOString(), source, pageId)
+            return addPosts([line], new Date().toISOString(), source, {
+              id: pageId,
+              firstAttempt: false,
+            })
           },
           options: {
             search: options.search,
@@ -143,6 +153,7 @@ export function createIngest(deps: IngestDeps): Ingest {
   if (metrics) streamListeners.add((e) => metrics.streamEvent(e))
   let reader: StreamReader | undefined
   let ruleSync: RuleSync | undefined
+  let streamBatches: BatcherCounts = { atOnce: 0, gathered: 0, full: 0 }
   let lastReaderStats = { connects: 0, lines: 0, keepAlives: 0, errorLines: 0 }
   const closing = new AbortController()
   let leading: Promise<void> | undefined
@@ -157,13 +168,18 @@ export function createIngest(deps: IngestDeps): Ingest {
       options: { reconcileMs: options.reconcileMs, debounceMs: options.rulesDebounceMs },
       backfill: (ids) => backfillQueue.enqueue(ids),
     })
+    // A batch is in flight until a writer has stored it: while one is, the stream's lines gather
+    // into the next (group commit, docs/architecture.md).
+    const stored = await watchJobs(postsQueue, 'posts', prefix, deps.workerRedis)
     const batcher = new Batcher<Buffer>(
-      (lines, observedAt) => addPosts(lines, observedAt, 'stream'),
-      {
-        maxItems: options.batchMaxItems,
-        maxMs: options.batchMaxMs,
-        maxBytes: options.batchMaxBytes,
+      async (lines, observedAt) => {
+        const batch = streamBatchId(lines)
+        // Asked before the add, so that a quick writer's event is not missed.
+        const done = stored.done(batch.id)
+        await addPosts(lines, observedAt, 'stream', batch)
+        return { done }
       },
+      { maxItems: options.batchMaxItems, maxBytes: options.batchMaxBytes },
       deps.logger,
     )
     const streamReader = new StreamReader({
@@ -184,6 +200,7 @@ export function createIngest(deps: IngestDeps): Ingest {
     for (const fn of streamListeners) streamReader.onEvent(fn)
     ruleSync = sync
     reader = streamReader
+    streamBatches = batcher.counts
     const stopped = new Promise<void>((resolve) => {
       const off = lease.onLost(() => {
         off()
@@ -202,6 +219,7 @@ export function createIngest(deps: IngestDeps): Ingest {
       await batcher.close(options.shutdownTimeoutMs)
       await readerClosed
       await batcher.close(options.shutdownTimeoutMs)
+      await stored.close()
       await sync.close()
       lastReaderStats = { ...streamReader.stats }
       reader = undefined
@@ -233,6 +251,7 @@ export function createIngest(deps: IngestDeps): Ingest {
         keepAlives: s.keepAlives,
         errorLines: s.errorLines,
         batches: counters.batches,
+        streamBatches: { ...streamBatches },
         ruleSyncs: ruleSync?.syncs ?? 0,
         activeRules: ruleSync?.lastResult?.active ?? 0,
       }

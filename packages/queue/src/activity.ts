@@ -62,8 +62,13 @@ export async function enqueueWebhookDrain(
     webhookIds.map((id) => ({
       name: 'drain',
       data: { webhook_id: id },
-      // A delayed drain (a retry after backoff) is not coalesced: it must wake at its time.
-      opts: delayMs > 0 ? { delay: delayMs } : { deduplication: { id: `wh-${id}` } },
+      // A delayed drain (a retry after backoff) is not coalesced: it must wake at its time. One
+      // asked for while a drain runs is kept for when it ends: that drain may have looked for
+      // events already, and the event would otherwise wait for the delivery's sweep.
+      opts:
+        delayMs > 0
+          ? { delay: delayMs }
+          : { deduplication: { id: `wh-${id}`, keepLastIfActive: true } },
     })),
   )
 }

@@ -308,7 +308,6 @@ describe('ingest metrics against the simulator', () => {
       {
         upstreamUrl: sim.url,
         options: {
-          batchMaxMs: 20,
           reconcileMs: 500,
           rulesDebounceMs: 20,
           backoff: { ...X_BACKOFF, networkStepMs: 20 },
