@@ -22,8 +22,26 @@ describe('forbiddenAddressReason', () => {
       expect(forbiddenAddressReason(a), a).toBeDefined()
     }
   })
+  it('refuses every IPv6 form that embeds an IPv4 address it would refuse', () => {
+    for (const a of [
+      '::169.254.169.254',
+      '::a9fe:a9fe',
+      '::7f00:1',
+      '::8.8.8.8',
+      '0:0:0:0:0:ffff:7f00:1',
+      '::ffff:0:a9fe:a9fe',
+      '::ffff:0:10.0.0.1',
+      '::FFFF:169.254.169.254',
+      '64:ff9b::a9fe:a9fe',
+      '64:ff9b::8.8.8.8',
+      '2002:a9fe:a9fe::1',
+      '2001:0:4136:e378:8000:63bf:3fff:fdd2',
+    ]) {
+      expect(forbiddenAddressReason(a), a).toBeDefined()
+    }
+  })
   it('allows public addresses', () => {
-    for (const a of ['93.184.216.34', '8.8.8.8', '2606:4700:4700::1111']) {
+    for (const a of ['93.184.216.34', '8.8.8.8', '2606:4700:4700::1111', '::ffff:8.8.8.8']) {
       expect(forbiddenAddressReason(a), a).toBeUndefined()
     }
   })

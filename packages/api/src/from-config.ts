@@ -1,5 +1,5 @@
 import type { Config } from '@threadline/config'
-import { openServiceDb } from '@threadline/db'
+import { apiTokenSecrets, openServiceDb } from '@threadline/db'
 import type { Logger } from '@threadline/logger'
 import type { Metrics } from '@threadline/metrics'
 import { createRedis } from '@threadline/redis'
@@ -65,6 +65,14 @@ export async function apiFromConfig(
         throw err
       })
     : undefined
+  // The environment's secret wins; else the one the first migrate generated (rotatable).
+  const secrets = config.API_TOKEN_SECRET
+    ? { current: config.API_TOKEN_SECRET }
+    : await apiTokenSecrets(db).catch(async (err: unknown) => {
+        await db.destroy()
+        if (readDb) await readDb.destroy()
+        throw err
+      })
   const redis = createRedis(config, 'producer', 'api')
   // Each failed connection attempt (at most one per 5 s once the backoff has grown): a JSON log
   // line where ioredis would otherwise print its own "Unhandled error event" to stderr.
@@ -84,7 +92,8 @@ export async function apiFromConfig(
       queryMaxLength: DEFAULT_MAX_LENGTH,
       bodyLimit: BODY_LIMIT_BYTES,
       tokenCacheMs: TOKEN_CACHE_MS,
-      tokenSecret: config.API_TOKEN_SECRET,
+      tokenSecret: secrets.current,
+      previousTokenSecret: secrets.previous,
       backfillSource: config.UPSTREAM_SEARCH,
       activity: activityOptionsFromConfig(config, tuning.activity),
       ...tuning.server,

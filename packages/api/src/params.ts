@@ -46,6 +46,10 @@ function checkOne(
     return undefined
   }
   if (raw === '') return fail(`The \`${name}\` query parameter can not be empty`)
+  // Postgres refuses NUL in text: refused here, where every parameter passes.
+  if (raw.includes('\u0000')) {
+    return fail(`The \`${name}\` query parameter value holds a NUL character, which is not allowed`)
+  }
   switch (spec.kind) {
     case 'id':
       return isId(raw)

@@ -1,3 +1,4 @@
+import { setImmediate as yieldToLoop } from 'node:timers/promises'
 import type { FastifyInstance } from 'fastify'
 import {
   addRules,
@@ -22,6 +23,7 @@ import {
 } from '@threadline/domain'
 import { ApiError, invalidRequest, InvalidRequestError, PROBLEM_BASE } from './errors.js'
 import { parseParams, queryEntries, type ParsedParams } from './params.js'
+import { countsPage } from './counts-page.js'
 import { compileQuery, ruleValueErrors } from './query-language.js'
 import { renderPosts } from './render.js'
 import type { RateGroup, RouteContext, ServerContext } from './types.js'
@@ -31,12 +33,15 @@ import {
   LOOKUP_ONE_PARAMS,
   LOOKUP_PARAMS,
   RULES_GET_PARAMS,
+  RULES_PER_REQUEST,
   RULES_POST_PARAMS,
   SEARCH_ALL_PARAMS,
   SEARCH_RECENT_PARAMS,
 } from './specs.js'
 
 const DAY_MS = 86_400_000
+/** Rule values parsed between two turns of the event loop. */
+const RULE_PARSE_SLICE = 10
 const RECENT_DAYS = 7
 
 type Body = Record<string, unknown>
@@ -360,32 +365,30 @@ export function registerRoutes(app: FastifyInstance, ctx: ServerContext): void {
     const startTime = w.startTime ?? new Date(endTime.getTime() - 30 * DAY_MS)
     const granularity = (c.params.granularity as Granularity | undefined) ?? 'hour'
     const scope = tokenScope(c, `counts/${kind}`, query, w, granularity)
-    // counts/all pages backwards by 31 days; the token holds the end of the next (older) page.
-    let pageEnd = endTime
+    // Pages go backwards in time; a token holds the end of the next (older) page.
+    let position: number | undefined
     const token = pageToken(c)
     if (token) {
-      const position = ctx.pageTokens.decode(scope, token.value)
-      const ms = position !== undefined && /^\d{1,15}$/.test(position) ? Number(position) : NaN
-      if (Number.isNaN(ms)) throw invalidToken(token.name, token.value)
-      pageEnd = new Date(ms)
+      const decoded = ctx.pageTokens.decode(scope, token.value)
+      position = decoded !== undefined && /^\d{1,15}$/.test(decoded) ? Number(decoded) : NaN
     }
-    let pageStart = startTime
-    if (kind === 'all' && pageEnd.getTime() - startTime.getTime() > 31 * DAY_MS) {
-      pageStart = new Date(pageEnd.getTime() - 31 * DAY_MS)
-    }
+    const page =
+      position === undefined || !Number.isNaN(position)
+        ? countsPage({ start: startTime, end: endTime }, granularity, position)
+        : undefined
+    if (!page) throw invalidToken(token!.name, token!.value)
     const buckets =
-      pageEnd > pageStart
+      page.end > page.start
         ? await countPosts(readDb, condition, {
             ...w,
-            startTime: pageStart,
-            endTime: pageEnd,
+            startTime: page.start,
+            endTime: page.end,
             granularity,
           })
         : []
     const total = buckets.reduce((sum, b) => sum + b.tweet_count, 0)
     const meta: Body = { total_tweet_count: total }
-    if (pageStart > startTime)
-      meta.next_token = ctx.pageTokens.encode(scope, String(pageStart.getTime()))
+    if (page.next !== undefined) meta.next_token = ctx.pageTokens.encode(scope, String(page.next))
     // Hundreds of buckets a page: written as text (their times come formatted from Postgres).
     const data = buckets.map(
       (b) => `{"end":"${b.end}","start":"${b.start}","tweet_count":${b.tweet_count}}`,
@@ -473,12 +476,15 @@ export function registerRoutes(app: FastifyInstance, ctx: ServerContext): void {
     if (!Array.isArray(add) || add.length === 0) {
       throw bodyError('`add` must be a non-empty list of rules')
     }
-    if (add.length > options.ruleCap) {
-      throw bodyError(`\`add\` may hold at most ${options.ruleCap} rules`)
+    const perRequest = Math.min(options.ruleCap, RULES_PER_REQUEST)
+    if (add.length > perRequest) {
+      throw bodyError(`\`add\` may hold at most ${perRequest} rules`)
     }
     const errors: Body[] = []
     const valid: Array<{ value: string; tag: string | null }> = []
     for (const [i, item] of add.entries()) {
+      // Parsing a thousand long rules takes a while: other requests get the loop between slices.
+      if (i > 0 && i % RULE_PARSE_SLICE === 0) await yieldToLoop()
       const rule = item as { value?: unknown; tag?: unknown } | null
       if (typeof rule !== 'object' || rule === null || typeof rule.value !== 'string') {
         throw bodyError(`add[${i}].value must be a string`)
@@ -542,6 +548,10 @@ export function registerRoutes(app: FastifyInstance, ctx: ServerContext): void {
     const isStrings = (v: unknown): v is string[] =>
       Array.isArray(v) && v.length > 0 && v.every((x) => typeof x === 'string')
     let by: { ids: string[] } | { values: string[] }
+    const listed = d && typeof d === 'object' ? (d.ids ?? d.values) : undefined
+    if (Array.isArray(listed) && listed.length > RULES_PER_REQUEST) {
+      throw bodyError(`\`delete\` may hold at most ${RULES_PER_REQUEST} ids or values`)
+    }
     if (d && typeof d === 'object' && isStrings(d.ids) && d.values === undefined) {
       const bad = d.ids.filter((id) => !isId(id))
       if (bad.length > 0)

@@ -5,7 +5,7 @@ import Fastify, {
   type FastifyInstance,
   type FastifyReply,
 } from 'fastify'
-import { findAppByToken, sql } from '@threadline/db'
+import { sql } from '@threadline/db'
 import { closeRedis, createRateLimiter, type RateLimitResult } from '@threadline/redis'
 import { once, type Service } from '@threadline/runtime'
 import {
@@ -18,13 +18,15 @@ import {
   tooManyRequests,
   unauthorized,
 } from './errors.js'
+import { createAuthenticator } from './auth.js'
+import { jsonBodyError } from './body-limits.js'
 import { createOpenApi } from './openapi.js'
 import { createPageTokens } from './page-token.js'
 import { registerActivityRoutes } from './activity/routes.js'
 import { registerConversationRoutes } from './conversations/index.js'
 import { registerRoutes } from './routes.js'
 
-import type { ApiDeps, AuthedApp } from './types.js'
+import type { ApiDeps } from './types.js'
 
 export type * from './types.js'
 
@@ -33,6 +35,13 @@ export interface ApiServer extends Service {
   /** The listening address once started (`http://host:port`). */
   url(): string
 }
+
+/**
+ * How long a client has to send a whole request, headers and body: a client that announces a body
+ * and trickles it is cut (408) instead of holding its connection. Streams are unaffected: their
+ * request ends with its headers.
+ */
+const REQUEST_TIMEOUT_MS = 30_000
 
 /** How long in-flight requests may run on after close() before their connections are closed. */
 const CLOSE_GRACE_MS = 3_000
@@ -56,9 +65,17 @@ export function buildServer(deps: ApiDeps): ApiServer {
   const log = deps.logger.child({ component: 'api' })
   const now = options.now ?? (() => new Date())
   const limiter = createRateLimiter(redis, { prefix: options.prefix })
-  const pageTokens = createPageTokens(options.tokenSecret)
+  const pageTokens = createPageTokens(options.tokenSecret, options.previousTokenSecret)
 
+  const requestTimeout = options.requestTimeoutMs ?? REQUEST_TIMEOUT_MS
   const app = Fastify({
+    requestTimeout,
+    // Node checks the deadline on this interval (30 s by default, which would double it).
+    http: {
+      requestTimeout,
+      headersTimeout: requestTimeout,
+      connectionsCheckingInterval: Math.min(Math.max(requestTimeout / 4, 100), 5_000),
+    },
     loggerInstance: log as FastifyBaseLogger,
     // Requests are logged once, by the onResponse hook below (with the app and the route).
     logController: new LogController({ disableRequestLogging: true }),
@@ -78,22 +95,15 @@ export function buildServer(deps: ApiDeps): ApiServer {
 
   // Bodies are read as text and parsed by the route, so every failure gets X's message.
   app.removeAllContentTypeParsers()
-  app.addContentTypeParser('*', { parseAs: 'string' }, (_req, body, done) => done(null, body))
+  // JSON bodies that nest too deep or hold NUL are refused here, before any route parses them.
+  app.addContentTypeParser('*', { parseAs: 'string' }, (req, body, done) => {
+    const text = String(body)
+    const refused = jsonBodyError(req.headers['content-type'], text)
+    if (refused) done(refused)
+    else done(null, text)
+  })
 
-  // --- auth: bearer tokens, cached briefly so a hot client costs no query (and no hash) per request ---
-  const tokenCache = new Map<string, { value: AuthedApp | undefined; expires: number }>()
-  const cachedClient = (header: string | undefined) => {
-    const hit = header === undefined ? undefined : tokenCache.get(header)
-    return hit && hit.expires > Date.now() ? hit : undefined
-  }
-  const authenticate = async (header: string | undefined): Promise<AuthedApp | undefined> => {
-    const m = header ? /^Bearer +(\S{1,512})\s*$/i.exec(header) : null
-    if (!m) return undefined
-    const value = await findAppByToken(db, m[1]!)
-    if (tokenCache.size > 10_000) tokenCache.clear()
-    tokenCache.set(header!, { value, expires: Date.now() + options.tokenCacheMs })
-    return value
-  }
+  const authenticate = createAuthenticator(db, options.tokenCacheMs)
 
   const applyRate = (reply: FastifyReply, r: RateLimitResult) => {
     reply.header('x-rate-limit-limit', r.limit)
@@ -139,12 +149,12 @@ export function buildServer(deps: ApiDeps): ApiServer {
     reply.header('x-request-id', request.id)
     const endpoint = request.routeOptions.config?.endpoint
     if (!endpoint) return applyFullWindow(reply)
-    const header = request.headers.authorization
-    const client = cachedClient(header)?.value ?? (await authenticate(header))
-    if (!client) {
+    const auth = await authenticate(request.headers.authorization, request.ip)
+    if (!('app' in auth)) {
       applyFullWindow(reply)
-      throw unauthorized()
+      throw 'limited' in auth ? tooManyRequests() : unauthorized()
     }
+    const client = auth.app
     request.client = client
     const limit = options.rateLimits[endpoint.group]
     const result =

@@ -70,6 +70,12 @@ export const RULES_GET_PARAMS = {
   pagination_token: { kind: 'string' },
 } as const satisfies EndpointParams
 
+/**
+ * Rules one POST may add or delete (docs/api.md §3.2): the work of one request stays bounded
+ * whatever the app's cap, and its ids stay far below Postgres's parameter limit.
+ */
+export const RULES_PER_REQUEST = 1_000
+
 export const RULES_POST_PARAMS = {
   dry_run: { kind: 'bool' },
   delete_all: { kind: 'bool' },

@@ -18,7 +18,12 @@ export interface ApiOptions {
   queryMaxLength: number
   bodyLimit: number
   tokenCacheMs: number
+  /** Signs pagination tokens. */
   tokenSecret: string
+  /** The secret before the last rotation: still verifies tokens, signs none. */
+  previousTokenSecret?: string
+  /** How long a client may take to send a whole request (a default when absent). */
+  requestTimeoutMs?: number
   /** The search backfills use (UPSTREAM_SEARCH), shown for those not started yet; default recent. */
   backfillSource?: 'recent' | 'all'
   /** The clock, for tests of time windows. */

@@ -5,6 +5,7 @@ import { appsCommand } from './commands/apps.js'
 import { importFiles, printSummary } from './commands/import.js'
 import { migrate } from './commands/migrate.js'
 import { rulesCommand } from './commands/rules.js'
+import { secretCommand } from './commands/secret.js'
 import { simulate } from './commands/simulate.js'
 import { parseRoles, start, type RoleTuning } from './commands/start.js'
 import { webhooksCommand } from './commands/webhooks.js'
@@ -18,6 +19,7 @@ usage: threadline <command> [options]
   migrate                          bring the database schema to the latest version
   apps create --name NAME          create a client app; prints {"app_id","bearer_token","consumer_secret"}
   rules add|list|delete --app ID   manage an app's stream rules
+  secret rotate                    a new pagination-token secret (the previous one still verifies)
   import FILE… [--no-wait]         feed NDJSON files (stream lines, search/lookup pages, twarc2) through the queue
   start [--roles a,b] [--migrate] [--simulate] [--demo]
                                    run roles in this process (default: all; the simulator too when
@@ -66,6 +68,8 @@ async function main(argv: string[], tuning: RoleTuning): Promise<void> {
       return appsCommand(config, args, values)
     case 'rules':
       return rulesCommand(config, args, values)
+    case 'secret':
+      return secretCommand(config, args)
     case 'import':
       printSummary(await importFiles(config, logger, args, { wait: !values['no-wait'] }))
       return

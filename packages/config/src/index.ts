@@ -163,8 +163,11 @@ export const envSchema = z.object({
   DATABASE_READ_URL: url(undefined, ['postgres:', 'postgresql:']),
   /** The API's hot reads as named prepared statements; off behind a pooler that cannot keep them. */
   DATABASE_PREPARED_STATEMENTS: bool(true),
-  /** Signs pagination tokens so an altered one is refused; set it equal on every api replica. */
-  API_TOKEN_SECRET: str('threadline-pagination'),
+  /**
+   * Signs pagination tokens so an altered one is refused; unset → the secret the first migrate
+   * generated and keeps in the database (rotated with `threadline secret rotate`).
+   */
+  API_TOKEN_SECRET: optionalStr,
   API_RATE_LIMITS: rateLimits,
   /** Stream rules per app. */
   API_RULE_CAP: int(1_000, 1, 1_000_000),

@@ -5,6 +5,7 @@ import * as searchTerms from './20261121T000200-search-terms.js'
 import * as activity from './20261121T000400-activity.js'
 import * as conversationCounters from './20261121T000500-conversation-counters.js'
 import * as conversationTree from './20261126T220000-conversation-tree.js'
+import * as secrets from './20261126T230000-secrets.js'
 
 /**
  * Every migration, in order. Names are timestamps so that they sort; add new files at the end
@@ -17,4 +18,5 @@ export const migrations: Record<string, Migration> = {
   '20261121T000400-activity': activity,
   '20261121T000500-conversation-counters': conversationCounters,
   '20261126T220000-conversation-tree': conversationTree,
+  '20261126T230000-secrets': secrets,
 }

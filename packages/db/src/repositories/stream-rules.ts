@@ -48,7 +48,7 @@ export async function addRules(
             .selectFrom('stream_rules')
             .select(['id', 'value'])
             .where('app_id', '=', appId)
-            .where('value', 'in', values)
+            .where('value', '=', sql<string>`any(${values}::text[])`)
             .execute()
         : []
       const existingIds = new Map(existing.map((r) => [r.value, r.id]))
@@ -93,7 +93,10 @@ export interface DeleteRulesResult {
   notFound: string[]
 }
 
-/** Deletes an app's rules by id or by value; `dryRun` reports without deleting. */
+/**
+ * Deletes an app's rules by id or by value; `dryRun` reports without deleting. The lists travel as
+ * one array parameter each, so their length never meets Postgres's limit on parameters.
+ */
 export async function deleteRules(
   db: Db,
   appId: string,
@@ -106,11 +109,11 @@ export async function deleteRules(
     if ('ids' in by) {
       asked = by.ids
       if (asked.length === 0) return { deleted: [], notFound: [] }
-      query = query.where('id', 'in', asked)
+      query = query.where('id', '=', sql<string>`any(${asked}::bigint[])`)
     } else if ('values' in by) {
       asked = by.values
       if (asked.length === 0) return { deleted: [], notFound: [] }
-      query = query.where('value', 'in', asked)
+      query = query.where('value', '=', sql<string>`any(${asked}::text[])`)
     }
     const found = await query.forUpdate().execute()
     const key = 'values' in by ? (r: StreamRule) => r.value : (r: StreamRule) => r.id
@@ -119,11 +122,7 @@ export async function deleteRules(
     if (!dryRun && found.length > 0) {
       await trx
         .deleteFrom('stream_rules')
-        .where(
-          'id',
-          'in',
-          found.map((r) => r.id),
-        )
+        .where('id', '=', sql<string>`any(${found.map((r) => r.id)}::bigint[])`)
         .execute()
       await sql`SELECT pg_notify(${RULES_CHANNEL}, ${appId})`.execute(trx)
     }

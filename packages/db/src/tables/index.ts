@@ -10,6 +10,7 @@ import type { ConversationsTable } from './conversations.js'
 import type { IngestRejectsTable, OutboxTable } from './ingest.js'
 import type { PostReferencesTable } from './post-references.js'
 import type { PostsTable } from './posts.js'
+import type { SecretsTable } from './secrets.js'
 import type { UsersTable } from './users.js'
 import type { BackfillsTable, StreamRulesTable, UpstreamRulesTable } from './rules.js'
 
@@ -21,6 +22,7 @@ export type * from './ingest.js'
 export type * from './post-references.js'
 export type * from './posts.js'
 export type * from './rules.js'
+export type * from './secrets.js'
 export type * from './users.js'
 
 /** The whole schema, one table per file. Later issues add their tables here. */
@@ -41,4 +43,5 @@ export interface Database {
   activity_sources: ActivitySourcesTable
   webhook_deliveries: WebhookDeliveriesTable
   webhook_failures: WebhookFailuresTable
+  secrets: SecretsTable
 }
