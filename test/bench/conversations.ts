@@ -12,7 +12,9 @@
  * - first_page: the first page of 100 of the big tree (autocannon, rounds of 2 s);
  * - walk_1000: every page of 1,000 through the big tree, one client (per-page p50/p99, Posts/s);
  * - small_tree: a small conversation's whole tree, picked at random (autocannon);
- * - cold_first_page: the first page right after the conversation's version moved (a rebuild).
+ * - cold_first_page: the first page right after the conversation's version moved (a rebuild);
+ * - export: GET /2/conversations/:id/export of the big tree in each format, read whole, one client
+ *   (Posts/s; target 30,000).
  * The last line is JSON with `ratio`: the minimum over the scenarios of api ÷ baseline rate.
  */
 import { spawn, type ChildProcess } from 'node:child_process'
@@ -54,6 +56,7 @@ const DURATION = Number(values.duration)
 const CONNECTIONS = Number(values.connections)
 const WALKS = Number(values.walks)
 const TARGET_RATIO = 0.5
+const TARGET_EXPORT_POSTS_PER_S = 30_000
 /** Ids are this plus the row number; the big conversation's root is row 20. */
 const ID0 = 1_000_000_000_000_000_000n
 const BIG_ID = (ID0 + 20n).toString()
@@ -432,6 +435,34 @@ async function main(): Promise<void> {
     }
     console.log(`walk_1000    ${JSON.stringify(figures.walk_1000)}`)
     ratios.push(walkRatio)
+
+    // export: each format alternately, whole files read as they stream; Posts/s over each file.
+    const exportRates: Record<string, number[]> = { jsonl: [], csv: [], graphml: [] }
+    for (let w = 0; w < WALKS; w++) {
+      for (const format of w % 2 === 0
+        ? ['jsonl', 'csv', 'graphml']
+        : ['graphml', 'csv', 'jsonl']) {
+        const t = performance.now()
+        const res = await fetch(`${api.url}/2/conversations/${BIG_ID}/export?format=${format}`, {
+          headers: auth,
+        })
+        const body = Buffer.from(await res.arrayBuffer())
+        const seconds = (performance.now() - t) / 1000
+        if (res.status !== 200) throw new Error(`export answered ${res.status}`)
+        if (format === 'jsonl') {
+          const lines = body.reduce((n, byte) => (byte === 10 ? n + 1 : n), 0)
+          if (lines !== big) throw new Error(`the jsonl export has ${lines} lines of ${big}`)
+        }
+        exportRates[format]!.push(big / seconds)
+      }
+    }
+    figures.export = {
+      ...Object.fromEntries(
+        Object.entries(exportRates).map(([f, r]) => [`${f}_posts_per_s`, Math.round(median(r))]),
+      ),
+      target_posts_per_s: TARGET_EXPORT_POSTS_PER_S,
+    }
+    console.log(`export       ${JSON.stringify(figures.export)}`)
 
     // small_tree: a different small conversation each request (most are not cached).
     const smallTree = await alternate(

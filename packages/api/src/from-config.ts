@@ -7,7 +7,11 @@ import { DEFAULT_MAX_LENGTH } from '@threadline/query'
 import { activityOptionsFromConfig, type ActivityApiOptions } from './activity/options.js'
 import { instrumentHttp } from './metrics.js'
 import { buildServer, type ApiServer } from './server.js'
-import { filteredStreamOptions, registerFilteredStream } from './stream/index.js'
+import {
+  filteredStreamOptions,
+  registerConversationStream,
+  registerFilteredStream,
+} from './stream/index.js'
 import type { FilteredStreamOptions } from './stream/route.js'
 import type { ApiOptions } from './types.js'
 
@@ -99,11 +103,14 @@ export async function apiFromConfig(
       ...tuning.server,
     },
   })
-  registerFilteredStream(server.app, {
+  const stream = registerFilteredStream(server.app, {
     db,
     redis,
     logger,
     options: filteredStreamOptions(config, tuning.stream),
+  })
+  registerConversationStream(server.app, stream, {
+    maxConnectionsPerApp: config.API_CONVERSATION_STREAM_MAX_CONNECTIONS,
   })
   if (metrics) instrumentHttp(server.app, metrics.api())
   return server

@@ -86,3 +86,23 @@ export const STREAM_PARAMS = {
   backfill_minutes: { kind: 'int', min: 0, max: 5, description: 'Replay the last N minutes first' },
   ...FIELD_PARAMS,
 } as const satisfies EndpointParams
+
+/** `GET /2/conversations/:conversation_id/stream` (docs/api.md §5.3). */
+export const CONVERSATION_STREAM_PARAMS = {
+  conversation_id: {
+    kind: 'id',
+    required: true,
+    description: 'The id of the Post that started it',
+  },
+  ...STREAM_PARAMS,
+} as const satisfies EndpointParams
+
+/** `GET /2/conversations/:conversation_id/export` (docs/api.md §5.4). */
+export const CONVERSATION_EXPORT_PARAMS = {
+  conversation_id: {
+    kind: 'id',
+    required: true,
+    description: 'The id of the Post that started it',
+  },
+  format: { kind: 'enum', values: ['jsonl', 'csv', 'graphml'], description: 'File format' },
+} as const satisfies EndpointParams

@@ -2,6 +2,7 @@ import { parseArgs } from 'node:util'
 import { ConfigError, loadConfig, type Config } from '@threadline/config'
 import { createLogger } from '@threadline/logger'
 import { appsCommand } from './commands/apps.js'
+import { exportCommand } from './commands/export.js'
 import { importFiles, printSummary } from './commands/import.js'
 import { migrate } from './commands/migrate.js'
 import { rulesCommand } from './commands/rules.js'
@@ -21,6 +22,8 @@ usage: threadline <command> [options]
   rules add|list|delete --app ID   manage an app's stream rules
   secret rotate                    a new pagination-token secret (the previous one still verifies)
   import FILE… [--no-wait]         feed NDJSON files (stream lines, search/lookup pages, twarc2) through the queue
+  export ID [--format jsonl|csv|graphml] [--out FILE]
+                                   write a conversation as a file, in tree order (stdout without --out)
   start [--roles a,b] [--migrate] [--simulate] [--demo]
                                    run roles in this process (default: all; the simulator too when
                                    UPSTREAM_URL is unset); --demo is what "pnpm start" runs
@@ -46,6 +49,8 @@ async function main(argv: string[], tuning: RoleTuning): Promise<void> {
       demo: { type: 'boolean', default: false },
       simulate: { type: 'boolean', default: false },
       'no-wait': { type: 'boolean', default: false },
+      format: { type: 'string' },
+      out: { type: 'string' },
       help: { type: 'boolean', short: 'h', default: false },
     },
   })
@@ -73,6 +78,8 @@ async function main(argv: string[], tuning: RoleTuning): Promise<void> {
     case 'import':
       printSummary(await importFiles(config, logger, args, { wait: !values['no-wait'] }))
       return
+    case 'export':
+      return exportCommand(config, args, values)
     case 'start':
       return start(
         config,

@@ -173,6 +173,8 @@ export const envSchema = z.object({
   API_RULE_CAP: int(1_000, 1, 1_000_000),
   /** Open filtered-stream connections per app (X: 1). */
   API_STREAM_MAX_CONNECTIONS: int(1, 1, 10_000),
+  /** Open conversation feeds per app, counted apart from the filtered stream. */
+  API_CONVERSATION_STREAM_MAX_CONNECTIONS: int(5, 1, 10_000),
   /** Activity subscriptions per app. */
   ACTIVITY_SUBSCRIPTION_CAP: int(1_500, 1, 1_000_000),
   /** Webhooks per app. */

@@ -117,4 +117,21 @@ describe('buildConversationTree', () => {
     expect(deep.meta.max_depth).toBe(n - 1)
     expect(deep.threadAt(0).descendant_count).toBe(n - 1)
   })
+
+  it('orders rows given in time order as it orders them shuffled', () => {
+    let seed = 7
+    const random = () => ((seed = (seed * 16807) % 2147483647) - 1) / 2147483646
+    const posts: Array<[string, string | null, number, number]> = [['100', null, 0, 3]]
+    for (let i = 1; i < 3000; i++) {
+      const parent = posts[Math.floor(random() * posts.length)]![0]
+      // Some siblings share a millisecond; likes are few, so `top` has ties.
+      posts.push([String(100 + i), parent, i - (i % 3), Math.floor(random() * 4)])
+    }
+    const shuffled = [...posts].sort(() => random() - 0.5)
+    for (const sort of ['oldest', 'newest', 'top'] as const) {
+      const inOrder = buildConversationTree('100', rows(posts), sort)
+      const mixed = buildConversationTree('100', rows(shuffled), sort)
+      expect([...walkConversationTree(inOrder)]).toEqual([...walkConversationTree(mixed)])
+    }
+  })
 })

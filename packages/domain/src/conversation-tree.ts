@@ -85,6 +85,40 @@ function siblingOrder(
   }
 }
 
+/** Rows below this many can be ranked by one packed number (row index in the low 21 bits). */
+const PACKED_ROWS = 1 << 21
+const MAX_PACKED_LIKES = 2 ** 31 - 1
+
+/**
+ * Row indexes in sort order. Rows usually come in id order, and ids follow time, so for `oldest`
+ * and `newest` one pass that confirms it replaces the sort; `top` then sorts packed numbers
+ * (fewer likes high, the oldest rank low) natively, without a comparator.
+ */
+function sortedRows(rows: SkeletonRows, sort: ConversationSort): Int32Array {
+  const n = rows.ids.length
+  const sorted = new Int32Array(n)
+  const oldest = siblingOrder(rows, 'oldest')
+  let inOrder = true
+  for (let r = 1; r < n && inOrder; r++) inOrder = oldest(r - 1, r) < 0
+  if (inOrder && sort === 'oldest') {
+    for (let r = 0; r < n; r++) sorted[r] = r
+  } else if (inOrder && sort === 'newest') {
+    for (let r = 0; r < n; r++) sorted[r] = n - 1 - r
+  } else if (inOrder && sort === 'top' && n < PACKED_ROWS) {
+    const keys = new Float64Array(n)
+    for (let r = 0; r < n; r++) {
+      const likes = Math.min(Math.max(rows.likes[r]!, 0), MAX_PACKED_LIKES)
+      keys[r] = (MAX_PACKED_LIKES - likes) * PACKED_ROWS + r
+    }
+    keys.sort()
+    for (let i = 0; i < n; i++) sorted[i] = keys[i]! % PACKED_ROWS
+  } else {
+    for (let r = 0; r < n; r++) sorted[r] = r
+    sorted.sort(siblingOrder(rows, sort))
+  }
+  return sorted
+}
+
 /**
  * Builds the tree of one conversation in a few linear passes and one sort: replies are grouped
  * under their parents in sort order (a counting sort over the sorted rows), then walked
@@ -110,9 +144,7 @@ export function buildConversationTree(
     parentRow[r] = r === root || p === null || p === undefined ? -2 : (rowOf.get(p) ?? -1)
   }
 
-  const sorted = new Int32Array(n)
-  for (let r = 0; r < n; r++) sorted[r] = r
-  sorted.sort(siblingOrder(rows, sort))
+  const sorted = sortedRows(rows, sort)
 
   // Children lists (CSR), each in sort order because they are filled from `sorted`.
   const childStart = new Int32Array(n + 1)

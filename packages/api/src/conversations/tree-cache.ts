@@ -71,7 +71,9 @@ export function createTreeCache(maxPosts = MAX_CACHED_POSTS) {
       pending = readConversationSkeleton(db, id, posts)
         .then((skeleton) => {
           const entry = entryOf(id, skeleton)
-          remember(id, entry, skeleton.rows.ids.length)
+          // A tree that came whole with its Posts is read as cheaply again as it would be from
+          // here (one statement either way): only larger ones are kept.
+          remember(id, entry, skeleton.posts ? 0 : skeleton.rows.ids.length)
           return { entry, ...(skeleton.posts ? { posts: skeleton.posts } : {}) }
         })
         .finally(() => reading.delete(key))

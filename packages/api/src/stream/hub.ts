@@ -50,6 +50,8 @@ interface AppRules {
 interface Subscriber {
   conn: StreamConnection
   appId: string
+  /** Set on a conversation's feed (docs/api.md §5.3): its Posts, without rules or matching_rules. */
+  conversationId?: string
   sel: FieldSelection
   selKey: string
   /** Live lines waiting while the backfill runs; null once live. */
@@ -66,20 +68,27 @@ export interface AppLease {
 const selKeyOf = (sel: FieldSelection) =>
   [sel.tweetFields, sel.expansions, sel.userFields].map((s) => [...s].sort().join(',')).join('|')
 
-/** `{…}` + matching_rules, without serialising the shaped Post again for every app. */
-const withRules = (shaped: string, rules: string) =>
-  `${shaped.slice(0, -1)},"matching_rules":${rules}}`
+/**
+ * `{…}` + matching_rules, without serialising the shaped Post again for every app; a conversation
+ * feed's line (rules `''`) is the shaped Post alone.
+ */
+const lineOf = (shaped: string, rules: string) =>
+  rules ? `${shaped.slice(0, -1)},"matching_rules":${rules}}` : shaped
 
 /**
  * The per-process fan-out of the filtered stream (docs/architecture.md §1, step 6). One reader follows the
  * `stored` stream; each Post is matched once against one RuleIndex holding the rules of the apps
  * with an open connection, shaped once per distinct field selection among the recipients, and
  * written once to each connection of each matching app with that app's `matching_rules`.
+ * Conversation feeds (docs/api.md §5.3) ride the same reader: a Post goes to the feeds of its
+ * `conversation_id`, shaped with the same cache, without `matching_rules`.
  */
 export class StreamHub {
   private readonly index = new RuleIndex<RulePayload>()
   private readonly apps = new Map<string, AppRules>()
   private readonly subscribers = new Map<string, Set<Subscriber>>()
+  /** Conversation feeds by conversation id. */
+  private readonly followers = new Map<string, Set<Subscriber>>()
   private reader: StoredReader | undefined
   private listener: Listener | undefined
   /** The last stream id whose recipients were decided; a backfill replays up to it. */
@@ -166,20 +175,41 @@ export class StreamHub {
    * `backfillMinutes` first (live Posts are held meanwhile, so order is kept and nothing is missed).
    */
   attach(conn: StreamConnection, sel: FieldSelection, backfillMinutes = 0): void {
+    this.subscribe(this.subscribers, conn.appId, { conn, appId: conn.appId, sel }, backfillMinutes)
+  }
+
+  /**
+   * Starts a conversation's feed on a connection: every Post stored from now on whose
+   * `conversation_id` is `conversationId`, after a replay of the last `backfillMinutes` as attach.
+   */
+  attachConversation(
+    conn: StreamConnection,
+    conversationId: string,
+    sel: FieldSelection,
+    backfillMinutes = 0,
+  ): void {
+    const sub = { conn, appId: conn.appId, conversationId, sel }
+    this.subscribe(this.followers, conversationId, sub, backfillMinutes)
+  }
+
+  private subscribe(
+    registry: Map<string, Set<Subscriber>>,
+    key: string,
+    base: Omit<Subscriber, 'selKey' | 'pending'>,
+    backfillMinutes: number,
+  ): void {
     const sub: Subscriber = {
-      conn,
-      appId: conn.appId,
-      sel,
-      selKey: selKeyOf(sel),
+      ...base,
+      selKey: selKeyOf(base.sel),
       pending: backfillMinutes > 0 ? [] : null,
     }
-    let set = this.subscribers.get(sub.appId)
-    if (!set) this.subscribers.set(sub.appId, (set = new Set()))
+    let set = registry.get(key)
+    if (!set) registry.set(key, (set = new Set()))
     set.add(sub)
-    conn.onClose(() => {
-      const s = this.subscribers.get(sub.appId)
+    sub.conn.onClose(() => {
+      const s = registry.get(key)
       s?.delete(sub)
-      if (s?.size === 0) this.subscribers.delete(sub.appId)
+      if (s?.size === 0) registry.delete(key)
     })
     if (backfillMinutes > 0) {
       const since = Date.now() - backfillMinutes * 60_000
@@ -198,6 +228,10 @@ export class StreamHub {
         if (!sub.conn.open) return
         const items: Array<{ item: StreamPost; rules: string }> = []
         for (const item of this.postsOf(page)) {
+          if (sub.conversationId !== undefined) {
+            if (item.post.conversation_id === sub.conversationId) items.push({ item, rules: '' })
+            continue
+          }
           const rules = this.index
             .match(item.wire, undefined, item.authorWire)
             .filter((r) => r.appId === sub.appId)
@@ -209,7 +243,7 @@ export class StreamHub {
           sub.sel,
         )
         for (const [i, { rules }] of items.entries()) {
-          if (!sub.conn.send(withRules(shaped[i]!, rules))) return
+          if (!sub.conn.send(lineOf(shaped[i]!, rules))) return
           this.delivered += 1
         }
       }
@@ -248,33 +282,42 @@ export class StreamHub {
   /** One batch from the `stored` stream, in order. */
   private async dispatch(messages: StoredMessage[]): Promise<void> {
     const last = messages[messages.length - 1]!.streamId
-    if (this.index.size === 0 || this.subscribers.size === 0) {
+    const matching = this.index.size > 0 && this.subscribers.size > 0
+    if (!matching && this.followers.size === 0) {
       this.dispatchedId = last
       return
     }
     // Match, and decide every recipient now (synchronously with dispatchedId, see attach).
     const deliveries: Array<{ item: StreamPost; subs: Array<[Subscriber, string]> }> = []
     const groups = new Map<string, { sel: FieldSelection; items: StreamPost[] }>()
+    const addTo = (
+      subs: Array<[Subscriber, string]>,
+      sub: Subscriber,
+      rules: string,
+      item: StreamPost,
+    ) => {
+      subs.push([sub, rules])
+      let g = groups.get(sub.selKey)
+      if (!g) groups.set(sub.selKey, (g = { sel: sub.sel, items: [] }))
+      if (g.items[g.items.length - 1] !== item) g.items.push(item)
+    }
     for (const item of this.postsOf(messages)) {
-      const matches = this.index.match(item.wire, undefined, item.authorWire)
-      if (matches.length === 0) continue
+      const subs: Array<[Subscriber, string]> = []
+      const conversation = item.post.conversation_id
+      const feeds = conversation === null ? undefined : this.followers.get(conversation)
+      if (feeds) for (const sub of feeds) addTo(subs, sub, '', item)
+      const matches = matching ? this.index.match(item.wire, undefined, item.authorWire) : []
       const byApp = new Map<string, RulePayload[]>()
       for (const r of matches) {
         const list = byApp.get(r.appId)
         if (list) list.push(r)
         else byApp.set(r.appId, [r])
       }
-      const subs: Array<[Subscriber, string]> = []
       for (const [appId, rules] of byApp) {
         const set = this.subscribers.get(appId)
         if (!set) continue
         const json = rulesJson(rules)
-        for (const sub of set) {
-          subs.push([sub, json])
-          let g = groups.get(sub.selKey)
-          if (!g) groups.set(sub.selKey, (g = { sel: sub.sel, items: [] }))
-          if (g.items[g.items.length - 1] !== item) g.items.push(item)
-        }
+        for (const sub of set) addTo(subs, sub, json, item)
       }
       if (subs.length > 0) deliveries.push({ item, subs })
     }
@@ -290,7 +333,7 @@ export class StreamHub {
     )
     for (const { item, subs } of deliveries) {
       for (const [sub, rules] of subs) {
-        const line = withRules(shaped.get(sub.selKey)!.get(item)!, rules)
+        const line = lineOf(shaped.get(sub.selKey)!.get(item)!, rules)
         if (sub.pending) {
           sub.pending.push(line)
           if (sub.pending.length > (this.deps.options.maxPendingMessages ?? 10_000)) {

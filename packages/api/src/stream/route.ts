@@ -27,6 +27,8 @@ export interface FilteredStreamOptions extends StreamHubOptions {
 export interface FilteredStream {
   hub: StreamHub
   registry: StreamRegistry
+  /** Resolves once the hub is ready; throws the 503 when it does not get ready in time. */
+  whenHubReady(): Promise<void>
 }
 
 /**
@@ -139,5 +141,5 @@ export function registerFilteredStream(
     },
   })
 
-  return { hub, registry }
+  return { hub, registry, whenHubReady }
 }

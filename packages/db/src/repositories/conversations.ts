@@ -124,7 +124,10 @@ export async function readConversationSkeleton(
     wirePosts = new Map()
     for (const row of result) {
       if (row.kind !== 1) continue
-      const { json } = wireJson({ ...row, id: row.wire_id, text: row.wire_text }, statement.wanted)
+      // The row is this function's own: named as wireJson reads a lookup's row.
+      row.id = row.wire_id
+      row.text = row.wire_text
+      const { json } = wireJson(row, statement.wanted)
       wirePosts.set(row.wire_id!, json)
     }
   }
