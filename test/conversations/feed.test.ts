@@ -71,7 +71,7 @@ describe('GET /2/conversations/:conversation_id/stream', () => {
       author: alice,
       replyTo: { id: other.id, author: bob },
     })
-    // A quote of the root belongs to its own conversation (api.md §5).
+    // A quote of the root belongs to its own conversation (docs/api.md §5.3).
     const quote = postLine({ text: 'quoting the root', author: alice, quotes: root.id })
     await store(env, writer, [elsewhere.line, reply.line, quote.line])
     const sentinel = inConversation(

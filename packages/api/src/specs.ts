@@ -112,7 +112,7 @@ export const ACTIVITY_STREAM_PARAMS = {
   backfill_minutes: { kind: 'int', min: 0, max: 5 },
 } as const satisfies EndpointParams
 
-/** `GET /2/conversations/:conversation_id/stream` (docs/api.md §5). */
+/** `GET /2/conversations/:conversation_id/stream` (docs/api.md §5.3). */
 export const CONVERSATION_STREAM_PARAMS = {
   conversation_id: {
     kind: 'id',
@@ -122,7 +122,7 @@ export const CONVERSATION_STREAM_PARAMS = {
   ...STREAM_PARAMS,
 } as const satisfies EndpointParams
 
-/** `GET /2/conversations/:conversation_id/export` (docs/api.md §5). */
+/** `GET /2/conversations/:conversation_id/export` (docs/api.md §5.4). */
 export const CONVERSATION_EXPORT_PARAMS = {
   conversation_id: {
     kind: 'id',

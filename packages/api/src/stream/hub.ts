@@ -50,7 +50,7 @@ interface AppRules {
 interface Subscriber {
   conn: StreamConnection
   appId: string
-  /** Set on a conversation's feed (api.md §5): its Posts, without rules or matching_rules. */
+  /** Set on a conversation's feed (docs/api.md §5.3): its Posts, without rules or matching_rules. */
   conversationId?: string
   sel: FieldSelection
   selKey: string
@@ -80,7 +80,7 @@ const lineOf = (shaped: string, rules: string) =>
  * `stored` stream; each Post is matched once against one RuleIndex holding the rules of the apps
  * with an open connection, shaped once per distinct field selection among the recipients, and
  * written once to each connection of each matching app with that app's `matching_rules`.
- * Conversation feeds (api.md §5) ride the same reader: a Post goes to the feeds of its
+ * Conversation feeds (docs/api.md §5.3) ride the same reader: a Post goes to the feeds of its
  * `conversation_id`, shaped with the same cache, without `matching_rules`.
  */
 export class StreamHub {
