@@ -24,7 +24,7 @@ export interface ConversationStream {
 }
 
 /**
- * `GET /2/conversations/:conversation_id/stream` (docs/api.md §5): one conversation's newly stored Posts
+ * `GET /2/conversations/:conversation_id/stream` (docs/api.md §5.3): one conversation's newly stored Posts
  * as the filtered stream sends them, without rules. It rides the filtered stream's hub (one reader
  * of the `stored` stream per process) and framing; its connections are counted in a registry of
  * their own, so an app's feeds never take the filtered stream's slot.
