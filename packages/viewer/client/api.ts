@@ -80,7 +80,7 @@ const RETRY_MS = [500, 1_000, 2_000, 5_000, 10_000, 30_000]
 const RATE_LIMITED_MS = 15_000
 /** The stream sends a keep-alive well within this; silence longer means a dead connection. */
 const SILENCE_MS = 45_000
-/** api.md §3.3: backfill_minutes is 0–5. */
+/** docs/api.md §3.3: backfill_minutes is 0–5. */
 const MAX_BACKFILL_MINUTES = 5
 
 /**
