@@ -6,12 +6,9 @@
  * runs in alternating 2 s rounds of the two servers; its ratio is the median over the rounds of
  * api req/s ÷ baseline req/s. The last line is JSON with `ratio`: the minimum over the scenarios.
  */
-import { spawn, type ChildProcess } from 'node:child_process'
 import http from 'node:http'
-import { createInterface } from 'node:readline'
 import { parseArgs } from 'node:util'
 import { fileURLToPath } from 'node:url'
-import autocannon from 'autocannon'
 import pg from 'pg'
 import { loadConfig } from '@threadline/config'
 import {
@@ -25,6 +22,7 @@ import {
 import { silentLogger } from '@threadline/logger'
 import { createRedis, deleteByPrefix } from '@threadline/redis'
 import { buildServer } from '@threadline/api'
+import { combine, load, startServerChild, stopChild, type LoadFigures } from './lib/http-load.js'
 import { median } from './lib/runs.js'
 
 const { values, positionals } = parseArgs({
@@ -249,80 +247,12 @@ async function sampleIds(): Promise<{ ids: string[]; conversations: string[] }> 
   }
 }
 
-function startChild(mode: string): Promise<{ child: ChildProcess; url: string }> {
-  const child = spawn(
-    process.execPath,
-    [
-      ...(values.profile ? ['--cpu-prof', '--cpu-prof-dir=/tmp/bench-api-prof'] : []),
-      '--import',
-      'tsx',
-      fileURLToPath(import.meta.url),
-      mode,
-    ],
-    { stdio: ['ignore', 'pipe', 'inherit'] },
+const startChild = (mode: string) =>
+  startServerChild(
+    fileURLToPath(import.meta.url),
+    mode,
+    values.profile ? ['--cpu-prof', '--cpu-prof-dir=/tmp/bench-api-prof'] : [],
   )
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`${mode} did not start`)), 30_000)
-    child.once('exit', (code) => reject(new Error(`${mode} exited with ${code}`)))
-    createInterface({ input: child.stdout! }).on('line', (line) => {
-      const m = /^listening (\S+)/.exec(line)
-      if (m) {
-        clearTimeout(timer)
-        resolve({ child, url: m[1]! })
-      }
-    })
-  })
-}
-
-async function stopChild(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null) return
-  const exited = new Promise((resolve) => child.once('exit', resolve))
-  child.kill('SIGTERM')
-  const timer = setTimeout(() => child.kill('SIGKILL'), 10_000)
-  await exited
-  clearTimeout(timer)
-}
-
-interface Figures {
-  rps: number
-  p50: number
-  p99: number
-  errors: number
-  non2xx: number
-}
-
-async function load(
-  base: string,
-  paths: () => string,
-  headers: Record<string, string>,
-  duration: number,
-): Promise<Figures> {
-  const result = await autocannon({
-    url: base,
-    connections: CONNECTIONS,
-    duration,
-    headers,
-    requests: [{ setupRequest: (req) => ({ ...req, path: paths() }) }],
-  })
-  return {
-    rps: Math.round(result.requests.average),
-    p50: result.latency.p50,
-    p99: result.latency.p99,
-    errors: result.errors,
-    non2xx: result.non2xx,
-  }
-}
-
-/** Several rounds as one: mean req/s, the worst latencies, errors summed. */
-function combine(rounds: readonly Figures[]): Figures {
-  return {
-    rps: Math.round(rounds.reduce((sum, r) => sum + r.rps, 0) / rounds.length),
-    p50: Math.max(...rounds.map((r) => r.p50)),
-    p99: Math.max(...rounds.map((r) => r.p99)),
-    errors: rounds.reduce((sum, r) => sum + r.errors, 0),
-    non2xx: rounds.reduce((sum, r) => sum + r.non2xx, 0),
-  }
-}
 
 async function main(): Promise<void> {
   const { posts, start } = await ensureData()
@@ -359,7 +289,7 @@ async function main(): Promise<void> {
   }
   const api = await startChild('serve-api')
   const baseline = await startChild('serve-baseline')
-  const figures: Record<string, { api: Figures; baseline: Figures; ratio: number }> = {}
+  const figures: Record<string, { api: LoadFigures; baseline: LoadFigures; ratio: number }> = {}
   try {
     // Check both answer each scenario the same way before timing anything.
     for (const [name, path] of Object.entries(scenarios)) {
@@ -376,20 +306,20 @@ async function main(): Promise<void> {
     }
     for (const [name, path] of Object.entries(scenarios)) {
       if (ONLY && !ONLY.includes(name)) continue
-      await load(api.url, path, auth, 2) // warm-up
-      await load(baseline.url, path, {}, 2)
+      await load(api.url, path, auth, { connections: CONNECTIONS, duration: 2 }) // warm-up
+      await load(baseline.url, path, {}, { connections: CONNECTIONS, duration: 2 })
       // Alternating rounds (A-B, B-A, …), each pair giving one ratio; the median of those is
       // the figure, so a burst of load from elsewhere on a shared machine moves one pair, not it.
       const rounds = Math.max(2, Math.round(DURATION / 2))
-      const as: Figures[] = []
-      const bs: Figures[] = []
+      const as: LoadFigures[] = []
+      const bs: LoadFigures[] = []
       for (let r = 0; r < rounds; r++) {
         if (r % 2 === 0) {
-          as.push(await load(api.url, path, auth, 2))
-          bs.push(await load(baseline.url, path, {}, 2))
+          as.push(await load(api.url, path, auth, { connections: CONNECTIONS, duration: 2 }))
+          bs.push(await load(baseline.url, path, {}, { connections: CONNECTIONS, duration: 2 }))
         } else {
-          bs.push(await load(baseline.url, path, {}, 2))
-          as.push(await load(api.url, path, auth, 2))
+          bs.push(await load(baseline.url, path, {}, { connections: CONNECTIONS, duration: 2 }))
+          as.push(await load(api.url, path, auth, { connections: CONNECTIONS, duration: 2 }))
         }
       }
       const a = combine(as)

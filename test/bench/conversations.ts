@@ -17,12 +17,9 @@
  *   (Posts/s; target 30,000).
  * The last line is JSON with `ratio`: the minimum over the scenarios of api ÷ baseline rate.
  */
-import { spawn, type ChildProcess } from 'node:child_process'
 import http from 'node:http'
-import { createInterface } from 'node:readline'
 import { parseArgs } from 'node:util'
 import { fileURLToPath } from 'node:url'
-import autocannon from 'autocannon'
 import pg from 'pg'
 import { loadConfig } from '@threadline/config'
 import {
@@ -38,6 +35,13 @@ import { buildConversationTree } from '@threadline/domain'
 import { silentLogger } from '@threadline/logger'
 import { createRedis, deleteByPrefix } from '@threadline/redis'
 import { buildServer } from '@threadline/api'
+import {
+  combine,
+  load as loadFor,
+  startServerChild,
+  stopChild,
+  type LoadFigures,
+} from './lib/http-load.js'
 import { median } from './lib/runs.js'
 
 const { values, positionals } = parseArgs({
@@ -218,64 +222,19 @@ async function ensureData(): Promise<{ posts: number; big: number }> {
   }
 }
 
-function startChild(mode: string): Promise<{ child: ChildProcess; url: string }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(import.meta.url), mode], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-  })
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`${mode} did not start`)), 30_000)
-    child.once('exit', (code) => reject(new Error(`${mode} exited with ${code}`)))
-    createInterface({ input: child.stdout! }).on('line', (line) => {
-      const m = /^listening (\S+)/.exec(line)
-      if (m) {
-        clearTimeout(timer)
-        resolve({ child, url: m[1]! })
-      }
-    })
-  })
-}
-
-async function stopChild(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null) return
-  const exited = new Promise((resolve) => child.once('exit', resolve))
-  child.kill('SIGTERM')
-  const timer = setTimeout(() => child.kill('SIGKILL'), 10_000)
-  await exited
-  clearTimeout(timer)
-}
-
-interface Load {
-  rps: number
-  p50: number
-  p99: number
-  errors: number
-}
-
-async function load(base: string, paths: () => string, headers: Record<string, string>) {
-  const result = await autocannon({
-    url: base,
-    connections: CONNECTIONS,
-    duration: 2,
-    headers,
-    requests: [{ setupRequest: (req) => ({ ...req, path: paths() }) }],
-  })
-  return {
-    rps: result.requests.average,
-    p50: result.latency.p50,
-    p99: result.latency.p99,
-    errors: result.errors + result.non2xx,
-  }
-}
+const startChild = (mode: string) => startServerChild(fileURLToPath(import.meta.url), mode)
+const load = (base: string, paths: () => string, headers: Record<string, string>) =>
+  loadFor(base, paths, headers, { connections: CONNECTIONS, duration: 2 })
 
 /** Alternating 2 s rounds of the two servers; the ratio is the median over the pairs. */
 async function alternate(
-  api: () => Promise<Load>,
-  baseline: () => Promise<Load>,
-): Promise<{ api: Load; baseline: Load; ratio: number }> {
+  api: () => Promise<LoadFigures>,
+  baseline: () => Promise<LoadFigures>,
+): Promise<{ api: LoadFigures; baseline: LoadFigures; ratio: number }> {
   await api()
   await baseline()
-  const as: Load[] = []
-  const bs: Load[] = []
+  const as: LoadFigures[] = []
+  const bs: LoadFigures[] = []
   const rounds = Math.max(2, Math.round(DURATION / 2))
   for (let r = 0; r < rounds; r++) {
     if (r % 2 === 0) {
@@ -286,12 +245,6 @@ async function alternate(
       as.push(await api())
     }
   }
-  const combine = (rs: Load[]): Load => ({
-    rps: Math.round(rs.reduce((s, r) => s + r.rps, 0) / rs.length),
-    p50: Math.max(...rs.map((r) => r.p50)),
-    p99: Math.max(...rs.map((r) => r.p99)),
-    errors: rs.reduce((s, r) => s + r.errors, 0),
-  })
   const ratio = median(as.map((a, i) => a.rps / bs[i]!.rps))
   return { api: combine(as), baseline: combine(bs), ratio: Math.round(ratio * 100) / 100 }
 }
@@ -399,7 +352,7 @@ async function main(): Promise<void> {
       p99_ms: first.api.p99,
       baseline_rps: first.baseline.rps,
       baseline_p99_ms: first.baseline.p99,
-      errors: first.api.errors + first.baseline.errors,
+      errors: first.api.errors + first.api.non2xx + first.baseline.errors + first.baseline.non2xx,
       ratio: first.ratio,
     }
     ratios.push(first.ratio)
@@ -478,7 +431,11 @@ async function main(): Promise<void> {
       p99_ms: smallTree.api.p99,
       baseline_rps: smallTree.baseline.rps,
       baseline_p99_ms: smallTree.baseline.p99,
-      errors: smallTree.api.errors + smallTree.baseline.errors,
+      errors:
+        smallTree.api.errors +
+        smallTree.api.non2xx +
+        smallTree.baseline.errors +
+        smallTree.baseline.non2xx,
       ratio: smallTree.ratio,
     }
     ratios.push(smallTree.ratio)

@@ -1,0 +1,79 @@
+import { spawn, type ChildProcess } from 'node:child_process'
+import { createInterface } from 'node:readline'
+import autocannon from 'autocannon'
+
+/**
+ * Starts `script mode` in a process of its own (the server under load never shares a CPU's event
+ * loop with the load generator) and resolves once it prints `listening <url>`.
+ */
+export function startServerChild(
+  script: string,
+  mode: string,
+  nodeFlags: readonly string[] = [],
+): Promise<{ child: ChildProcess; url: string }> {
+  const child = spawn(process.execPath, [...nodeFlags, '--import', 'tsx', script, mode], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  })
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`${mode} did not start`)), 30_000)
+    child.once('exit', (code) => reject(new Error(`${mode} exited with ${code}`)))
+    createInterface({ input: child.stdout! }).on('line', (line) => {
+      const m = /^listening (\S+)/.exec(line)
+      if (m) {
+        clearTimeout(timer)
+        resolve({ child, url: m[1]! })
+      }
+    })
+  })
+}
+
+export async function stopChild(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null) return
+  const exited = new Promise((resolve) => child.once('exit', resolve))
+  child.kill('SIGTERM')
+  const timer = setTimeout(() => child.kill('SIGKILL'), 10_000)
+  await exited
+  clearTimeout(timer)
+}
+
+export interface LoadFigures {
+  rps: number
+  p50: number
+  p99: number
+  errors: number
+  non2xx: number
+}
+
+/** `duration` seconds of autocannon against `base`, each request's path from `paths()`. */
+export async function load(
+  base: string,
+  paths: () => string,
+  headers: Record<string, string>,
+  options: { connections: number; duration: number },
+): Promise<LoadFigures> {
+  const result = await autocannon({
+    url: base,
+    connections: options.connections,
+    duration: options.duration,
+    headers,
+    requests: [{ setupRequest: (req) => ({ ...req, path: paths() }) }],
+  })
+  return {
+    rps: Math.round(result.requests.average),
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    errors: result.errors,
+    non2xx: result.non2xx,
+  }
+}
+
+/** Several rounds as one: mean req/s, the worst latencies, errors summed. */
+export function combine(rounds: readonly LoadFigures[]): LoadFigures {
+  return {
+    rps: Math.round(rounds.reduce((sum, r) => sum + r.rps, 0) / rounds.length),
+    p50: Math.max(...rounds.map((r) => r.p50)),
+    p99: Math.max(...rounds.map((r) => r.p99)),
+    errors: rounds.reduce((sum, r) => sum + r.errors, 0),
+    non2xx: rounds.reduce((sum, r) => sum + r.non2xx, 0),
+  }
+}
