@@ -19,10 +19,14 @@ import {
   sql,
   withDatabase,
 } from '@threadline/db'
-import { silentLogger } from '@threadline/logger'
-import { createRedis, deleteByPrefix } from '@threadline/redis'
-import { buildServer } from '@threadline/api'
-import { combine, load, startServerChild, stopChild, type LoadFigures } from './lib/http-load.js'
+import {
+  combine,
+  serveApi,
+  load,
+  startServerChild,
+  stopChild,
+  type LoadFigures,
+} from './lib/http-load.js'
 import { median } from './lib/runs.js'
 
 const { values, positionals } = parseArgs({
@@ -47,35 +51,6 @@ const config = loadConfig()
 const benchUrl = withDatabase(config.DATABASE_URL, 'threadline_bench')
 
 // ---------------------------------------------------------------- child processes: the servers
-
-async function serveApi(): Promise<void> {
-  const prefix = `bench-${process.pid}`
-  const db = createDb({ url: benchUrl, poolMax: 10, applicationName: 'bench-api' })
-  const redis = createRedis(config.REDIS_URL, 'producer', 'bench-api')
-  const server = buildServer({
-    db,
-    redis,
-    logger: silentLogger(),
-    options: {
-      host: '127.0.0.1',
-      port: 0,
-      prefix,
-      rateLimits: { lookup: 1e9, search: 1e9, counts: 1e9, rules: 1e9 },
-      ruleCap: 1000,
-      queryMaxLength: 1024,
-      bodyLimit: 1_048_576,
-      tokenCacheMs: 60_000,
-      tokenSecret: 'bench',
-    },
-  })
-  await server.start()
-  process.stdout.write(`listening ${server.url()}\n`)
-  // Stopped by the parent once no request is left; the rate-limit windows it counted in Redis go
-  // first, on its own connection (which server.close then closes).
-  process.once('SIGTERM', () => {
-    void deleteByPrefix(redis, prefix).finally(() => server.close())
-  })
-}
 
 type Row = {
   id: string
@@ -365,6 +340,6 @@ async function main(): Promise<void> {
 }
 
 const mode = positionals[0]
-if (mode === 'serve-api') await serveApi()
+if (mode === 'serve-api') await serveApi(benchUrl, 'bench-api')
 else if (mode === 'serve-baseline') await serveBaseline()
 else await main()

@@ -32,11 +32,9 @@ import {
   withDatabase,
 } from '@threadline/db'
 import { buildConversationTree } from '@threadline/domain'
-import { silentLogger } from '@threadline/logger'
-import { createRedis, deleteByPrefix } from '@threadline/redis'
-import { buildServer } from '@threadline/api'
 import {
   combine,
+  serveApi,
   load as loadFor,
   startServerChild,
   stopChild,
@@ -70,33 +68,6 @@ const config = loadConfig()
 const benchUrl = withDatabase(config.DATABASE_URL, 'threadline_bench_conversations')
 
 // ---------------------------------------------------------------- child processes: the servers
-
-async function serveApi(): Promise<void> {
-  const prefix = `bench-conv-${process.pid}`
-  const db = createDb({ url: benchUrl, poolMax: 10, applicationName: 'bench-conv-api' })
-  const redis = createRedis(config.REDIS_URL, 'producer', 'bench-conv-api')
-  const server = buildServer({
-    db,
-    redis,
-    logger: silentLogger(),
-    options: {
-      host: '127.0.0.1',
-      port: 0,
-      prefix,
-      rateLimits: { lookup: 1e9, search: 1e9, counts: 1e9, rules: 1e9 },
-      ruleCap: 1000,
-      queryMaxLength: 1024,
-      bodyLimit: 1_048_576,
-      tokenCacheMs: 60_000,
-      tokenSecret: 'bench',
-    },
-  })
-  await server.start()
-  process.stdout.write(`listening ${server.url()}\n`)
-  process.once('SIGTERM', () => {
-    void deleteByPrefix(redis, prefix).finally(() => server.close())
-  })
-}
 
 async function serveBaseline(): Promise<void> {
   const pool = new pg.Pool({ connectionString: benchUrl, max: 10 })
@@ -474,6 +445,6 @@ async function main(): Promise<void> {
 }
 
 const mode = positionals[0]
-if (mode === 'serve-api') await serveApi()
+if (mode === 'serve-api') await serveApi(benchUrl, 'bench-conv-api')
 else if (mode === 'serve-baseline') await serveBaseline()
 else await main()

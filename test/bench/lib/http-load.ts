@@ -1,6 +1,44 @@
 import { spawn, type ChildProcess } from 'node:child_process'
 import { createInterface } from 'node:readline'
 import autocannon from 'autocannon'
+import { buildServer } from '@threadline/api'
+import { loadConfig } from '@threadline/config'
+import { createDb } from '@threadline/db'
+import { silentLogger } from '@threadline/logger'
+import { createRedis, deleteByPrefix } from '@threadline/redis'
+
+/**
+ * A server child's body: the API over the bench's database with rate limits out of the way, its
+ * URL printed for `startServerChild`. Stopped by the parent once no request is left; the
+ * rate-limit windows it counted in Redis go first, on its own connection (which close closes).
+ */
+export async function serveApi(databaseUrl: string, name: string): Promise<void> {
+  const config = loadConfig()
+  const prefix = `${name}-${process.pid}`
+  const db = createDb({ url: databaseUrl, poolMax: 10, applicationName: name })
+  const redis = createRedis(config.REDIS_URL, 'producer', name)
+  const server = buildServer({
+    db,
+    redis,
+    logger: silentLogger(),
+    options: {
+      host: '127.0.0.1',
+      port: 0,
+      prefix,
+      rateLimits: { lookup: 1e9, search: 1e9, counts: 1e9, rules: 1e9 },
+      ruleCap: 1000,
+      queryMaxLength: 1024,
+      bodyLimit: 1_048_576,
+      tokenCacheMs: 60_000,
+      tokenSecret: 'bench',
+    },
+  })
+  await server.start()
+  process.stdout.write(`listening ${server.url()}\n`)
+  process.once('SIGTERM', () => {
+    void deleteByPrefix(redis, prefix).finally(() => server.close())
+  })
+}
 
 /**
  * Starts `script mode` in a process of its own (the server under load never shares a CPU's event
