@@ -40,7 +40,7 @@ import {
   stopChild,
   type LoadFigures,
 } from './lib/http-load.js'
-import { median } from './lib/runs.js'
+import { median, percentile } from './lib/runs.js'
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
@@ -220,10 +220,11 @@ async function alternate(
   return { api: combine(as), baseline: combine(bs), ratio: Math.round(ratio * 100) / 100 }
 }
 
-const percentile = (values: readonly number[], p: number) => {
-  const sorted = [...values].sort((a, b) => a - b)
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!
-}
+const percentileOf = (values: readonly number[], p: number) =>
+  percentile(
+    [...values].sort((a, b) => a - b),
+    p,
+  )
 const ms = (x: number) => Math.round(x * 10) / 10
 
 /** One walk through every page, one request at a time: per-page times and the ids in order. */
@@ -270,9 +271,9 @@ async function main(): Promise<void> {
     }
   }
   console.log(
-    `skeleton of ${big}: read p50 ${ms(percentile(reads, 50))} ms; build ` +
+    `skeleton of ${big}: read p50 ${ms(percentileOf(reads, 50))} ms; build ` +
       Object.entries(builds)
-        .map(([s, t]) => `${s} ${ms(percentile(t, 50))} ms`)
+        .map(([s, t]) => `${s} ${ms(percentileOf(t, 50))} ms`)
         .join(', '),
   )
 
@@ -349,11 +350,11 @@ async function main(): Promise<void> {
     const baseTimes = baseWalks.flatMap((x) => x.times)
     figures.walk_1000 = {
       pages: apiWalks[0]!.times.length,
-      p50_ms: ms(percentile(apiTimes, 50)),
-      p99_ms: ms(percentile(apiTimes, 99)),
+      p50_ms: ms(percentileOf(apiTimes, 50)),
+      p99_ms: ms(percentileOf(apiTimes, 99)),
       posts_per_s: Math.round(rate(apiWalks)),
-      baseline_p50_ms: ms(percentile(baseTimes, 50)),
-      baseline_p99_ms: ms(percentile(baseTimes, 99)),
+      baseline_p50_ms: ms(percentileOf(baseTimes, 50)),
+      baseline_p99_ms: ms(percentileOf(baseTimes, 99)),
       baseline_posts_per_s: Math.round(rate(baseWalks)),
       ratio: walkRatio,
     }
@@ -420,7 +421,10 @@ async function main(): Promise<void> {
       await res.arrayBuffer()
       cold.push(performance.now() - t)
     }
-    figures.cold_first_page = { p50_ms: ms(percentile(cold, 50)), p99_ms: ms(percentile(cold, 99)) }
+    figures.cold_first_page = {
+      p50_ms: ms(percentileOf(cold, 50)),
+      p99_ms: ms(percentileOf(cold, 99)),
+    }
     console.log(`cold_first_page ${JSON.stringify(figures.cold_first_page)}`)
   } finally {
     await stopChild(api.child)
@@ -433,9 +437,9 @@ async function main(): Promise<void> {
       posts,
       big_conversation: big,
       connections: CONNECTIONS,
-      skeleton_read_p50_ms: ms(percentile(reads, 50)),
+      skeleton_read_p50_ms: ms(percentileOf(reads, 50)),
       build_p50_ms: Object.fromEntries(
-        Object.entries(builds).map(([s, t]) => [s, ms(percentile(t, 50))]),
+        Object.entries(builds).map(([s, t]) => [s, ms(percentileOf(t, 50))]),
       ),
       ...figures,
       target_ratio: TARGET_RATIO,

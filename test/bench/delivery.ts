@@ -41,6 +41,7 @@ import { closeRedis, createRedis } from '@threadline/redis'
 import { runUntilSignal } from '@threadline/runtime'
 import { createWriter, storeLines } from '@threadline/writer'
 import { benchEnv, benchWriterOptions, log } from './lib/setup.js'
+import { percentile } from './lib/runs.js'
 
 /** Wall-clock milliseconds with sub-millisecond precision, comparable across processes. */
 const now = () => performance.timeOrigin + performance.now()
@@ -149,11 +150,6 @@ function prng(seed: number): () => number {
     t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296
   }
-}
-
-function percentile(sorted: number[], p: number): number {
-  if (sorted.length === 0) return NaN
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!
 }
 
 const round1 = (n: number) => Math.round(n * 10) / 10

@@ -31,6 +31,8 @@ import { createQueue, type PostsJob } from '@threadline/queue'
 import { closeRedis, createRedis, tailStream } from '@threadline/redis'
 import { FakeUpstream } from '../ingest/fake-upstream.js'
 import { benchEnv, log } from './lib/setup.js'
+import { onStreamLines } from './lib/stream-lines.js'
+import { percentile } from './lib/runs.js'
 
 const TOKEN = 'bench-token'
 const ROOT_AUTHOR = '4000000'
@@ -66,19 +68,10 @@ async function serveRelay(upstreamUrl: string, redisUrl: string, key: string): P
   http.get(
     `${upstreamUrl}/2/tweets/search/stream`,
     { headers: { authorization: `Bearer ${TOKEN}` } },
-    (res) => {
-      let buf = ''
-      res.setEncoding('utf8')
-      res.on('data', (chunk: string) => {
-        buf += chunk
-        let i: number
-        while ((i = buf.indexOf('\r\n')) >= 0) {
-          const line = buf.slice(0, i)
-          buf = buf.slice(i + 2)
-          if (line !== '') void producer.xadd(key, 'MAXLEN', '~', '100000', '*', 'l', line)
-        }
-      })
-    },
+    (res) =>
+      onStreamLines(res, (line) => {
+        void producer.xadd(key, 'MAXLEN', '~', '100000', '*', 'l', line)
+      }),
   )
   process.stdout.write(`ready ${(server.address() as AddressInfo).port}\n`)
   process.stdin.resume()
@@ -92,10 +85,6 @@ async function serveRelay(upstreamUrl: string, redisUrl: string, key: string): P
 
 // ------------------------------------------------------------------ main: measuring
 
-function percentile(sorted: readonly number[], p: number): number {
-  if (sorted.length === 0) return NaN
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!
-}
 const round1 = (n: number) => Math.round(n * 10) / 10
 
 interface Latencies {
@@ -126,18 +115,9 @@ function openStreamClient(url: string, token: string, onPost: (id: string) => vo
         reject(new Error(`stream answered ${res.statusCode}`))
         return
       }
-      let buf = ''
-      res.setEncoding('utf8')
-      res.on('data', (chunk: string) => {
-        buf += chunk
-        let i: number
-        while ((i = buf.indexOf('\r\n')) >= 0) {
-          const line = buf.slice(0, i)
-          buf = buf.slice(i + 2)
-          if (line === '') continue
-          const id = (JSON.parse(line) as { data?: { id?: string } }).data?.id
-          if (id) onPost(id)
-        }
+      onStreamLines(res, (line) => {
+        const id = (JSON.parse(line) as { data?: { id?: string } }).data?.id
+        if (id) onPost(id)
       })
       resolve(req)
     })

@@ -28,6 +28,8 @@ import { closeRedis, createRedis } from '@threadline/redis'
 import { apiFromConfig } from '@threadline/api'
 import { createWriter, storeLines } from '@threadline/writer'
 import { benchWriterOptions } from './lib/setup.js'
+import { onStreamLines } from './lib/stream-lines.js'
+import { percentile } from './lib/runs.js'
 
 const { values } = parseArgs({
   options: {
@@ -139,32 +141,18 @@ function connect(
         return
       }
       const reader: Reader = { received: 0, close: () => req.destroy() }
-      let buf = ''
-      res.setEncoding('utf8')
-      res.on('data', (chunk: string) => {
-        buf += chunk
-        let i: number
-        while ((i = buf.indexOf('\r\n')) >= 0) {
-          const line = buf.slice(0, i)
-          buf = buf.slice(i + 2)
-          if (line === '') continue
-          const now = performance.now()
-          const id = /"id":"(\d+)"/.exec(line)?.[1]
-          const at = id ? committed.get(id) : undefined
-          if (at !== undefined) latencies.push(now - at)
-          reader.received += 1
-        }
+      onStreamLines(res, (line) => {
+        const now = performance.now()
+        const id = /"id":"(\d+)"/.exec(line)?.[1]
+        const at = id ? committed.get(id) : undefined
+        if (at !== undefined) latencies.push(now - at)
+        reader.received += 1
       })
       res.on('error', () => undefined)
       resolve(reader)
     })
     req.on('error', reject)
   })
-}
-
-function percentile(sorted: number[], p: number): number {
-  if (sorted.length === 0) return NaN
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!
 }
 
 /** Post n: tags #g<group> and #t<target>; client i holds #g<i % GROUPS> and #t<i>. */

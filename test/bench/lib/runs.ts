@@ -42,6 +42,12 @@ export function median(values: readonly number[]): number {
   return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2
 }
 
+/** The p-th percentile of values already sorted ascending (nearest rank); NaN when empty. */
+export function percentile(sorted: readonly number[], p: number): number {
+  if (sorted.length === 0) return NaN
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!
+}
+
 export function summarizeRuns(bench: string, runs: readonly Figures[]): RunsSummary {
   if (runs.length === 0) throw new Error('no runs to summarize')
   const sorted = [...runs].sort((a, b) => a.ratio - b.ratio)
