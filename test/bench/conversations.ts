@@ -12,7 +12,9 @@
  * - first_page: the first page of 100 of the big tree (autocannon, rounds of 2 s);
  * - walk_1000: every page of 1,000 through the big tree, one client (per-page p50/p99, Posts/s);
  * - small_tree: a small conversation's whole tree, picked at random (autocannon);
- * - cold_first_page: the first page right after the conversation's version moved (a rebuild);
+ * - changed_first_page: the first page right after a new reply was stored (the tree brought
+ *   forward by the change), one client;
+ * - live_first_page: first_page while 20 replies a second are stored into the big tree;
  * - export: GET /2/conversations/:id/export of the big tree in each format, read whole, one client
  *   (Posts/s; target 30,000).
  * The last line is JSON with `ratio`: the minimum over the scenarios of api ÷ baseline rate.
@@ -30,8 +32,10 @@ import {
   readConversationSkeleton,
   sql,
   withDatabase,
+  type Db,
 } from '@threadline/db'
-import { buildConversationTree } from '@threadline/domain'
+import { buildConversationTree, formatPostTime } from '@threadline/domain'
+import { storeLines } from '@threadline/writer'
 import {
   combine,
   serveApi,
@@ -59,6 +63,8 @@ const CONNECTIONS = Number(values.connections)
 const WALKS = Number(values.walks)
 const TARGET_RATIO = 0.5
 const TARGET_EXPORT_POSTS_PER_S = 30_000
+/** Replies a second stored into the big tree during live_first_page. */
+const LIVE_REPLIES_PER_S = 20
 /** Ids are this plus the row number; the big conversation's root is row 20. */
 const ID0 = 1_000_000_000_000_000_000n
 const BIG_ID = (ID0 + 20n).toString()
@@ -251,6 +257,36 @@ async function walk(
   return { times, ids, seconds: (performance.now() - t0) / 1000 }
 }
 
+/** A reply to the big conversation as the filtered stream sends it, created now. */
+function replyLine(id: string, parent: string): string {
+  const data = {
+    id,
+    text: `a new reply to ${parent}`,
+    author_id: '1001',
+    conversation_id: BIG_ID,
+    created_at: formatPostTime(new Date()),
+    lang: 'en',
+    edit_history_tweet_ids: [id],
+    in_reply_to_user_id: '1000',
+    referenced_tweets: [{ type: 'replied_to', id: parent }],
+  }
+  return JSON.stringify({ data, includes: { users: [{ id: '1001', name: 'B', username: 'b' }] } })
+}
+
+/** Removes replies the bench added, and what storing them counted and queued. */
+async function removeReplies(db: Db, ids: readonly string[]): Promise<void> {
+  if (ids.length === 0) return
+  await db.transaction().execute(async (tx) => {
+    const { rows } = await sql<{ n: number }>`
+      WITH gone AS (DELETE FROM posts WHERE id = ANY(${ids}::bigint[]) RETURNING id)
+      SELECT count(*)::int AS n FROM gone`.execute(tx)
+    const n = rows[0]!.n
+    await sql`UPDATE conversations SET post_count = post_count - ${n},
+      reply_count = reply_count - ${n}, version = version + 1 WHERE id = ${BIG_ID}`.execute(tx)
+    await sql`DELETE FROM outbox`.execute(tx)
+  })
+}
+
 async function main(): Promise<void> {
   const { posts, big } = await ensureData()
   const setup = createDb({ url: benchUrl, poolMax: 2 })
@@ -412,20 +448,76 @@ async function main(): Promise<void> {
     }
     ratios.push(smallTree.ratio)
 
-    // cold_first_page: the version moves before each request, as in a conversation being written.
-    const cold: number[] = []
-    for (let i = 0; i < 20; i++) {
-      await sql`UPDATE conversations SET version = version + 1 WHERE id = ${BIG_ID}`.execute(setup)
-      const t = performance.now()
-      const res = await fetch(treePage(100)(undefined), { headers: auth })
-      await res.arrayBuffer()
-      cold.push(performance.now() - t)
+    // The big tree being written: a new reply stored by the writer's statement, and the API
+    // brings its held tree forward by the change. The replies go again afterwards, so that the
+    // store stays reusable.
+    const added: string[] = []
+    const addReply = async () => {
+      const i = added.length
+      const id = (ID0 + BigInt(TARGET_POSTS) + 1000n + BigInt(i)).toString()
+      const parent = (ID0 + 20n * BigInt(1 + ((i * 7919) % BIG))).toString()
+      added.push(id)
+      await storeLines(setup, [replyLine(id, parent)], new Date().toISOString(), 'bench')
     }
-    figures.cold_first_page = {
-      p50_ms: ms(percentileOf(cold, 50)),
-      p99_ms: ms(percentileOf(cold, 99)),
+    try {
+      // changed_first_page: one request right after each new reply.
+      const changed: number[] = []
+      for (let i = 0; i < 100; i++) {
+        await addReply()
+        const t = performance.now()
+        const res = await fetch(treePage(100)(undefined), { headers: auth })
+        const body = (await res.json()) as { meta: { post_count: number } }
+        changed.push(performance.now() - t)
+        if (body.meta.post_count !== big + added.length) {
+          throw new Error(`the tree after ${added.length} replies holds ${body.meta.post_count}`)
+        }
+      }
+      figures.changed_first_page = {
+        p50_ms: ms(percentileOf(changed, 50)),
+        p99_ms: ms(percentileOf(changed, 99)),
+      }
+      console.log(`changed_first_page ${JSON.stringify(figures.changed_first_page)}`)
+
+      // live_first_page: first_page while replies are stored, LIVE_REPLIES_PER_S, both servers.
+      let writing = true
+      const writer = (async () => {
+        while (writing) {
+          await addReply()
+          await new Promise((r) => setTimeout(r, 1000 / LIVE_REPLIES_PER_S))
+        }
+      })()
+      let live: Awaited<ReturnType<typeof alternate>>
+      try {
+        live = await alternate(
+          () =>
+            load(
+              api.url,
+              () => `/2/conversations/${BIG_ID}?max_results=100&tweet.fields=${FIELDS}`,
+              auth,
+            ),
+          () => load(baseline.url, () => `/?conversation=${BIG_ID}&limit=100`, {}),
+        )
+      } finally {
+        writing = false
+        await writer
+      }
+      console.log(
+        `live_first_page api ${live.api.rps} req/s p50 ${live.api.p50} ms p99 ${live.api.p99} ms | baseline ${live.baseline.rps} req/s p99 ${live.baseline.p99} ms | ratio ${live.ratio}`,
+      )
+      figures.live_first_page = {
+        replies_per_s: LIVE_REPLIES_PER_S,
+        rps: live.api.rps,
+        p50_ms: live.api.p50,
+        p99_ms: live.api.p99,
+        baseline_rps: live.baseline.rps,
+        baseline_p99_ms: live.baseline.p99,
+        errors: live.api.errors + live.api.non2xx + live.baseline.errors + live.baseline.non2xx,
+        ratio: live.ratio,
+      }
+      ratios.push(live.ratio)
+    } finally {
+      await removeReplies(setup, added)
     }
-    console.log(`cold_first_page ${JSON.stringify(figures.cold_first_page)}`)
   } finally {
     await stopChild(api.child)
     await stopChild(baseline.child)

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { createApp, sql } from '@threadline/db'
+import { createApp, readConversationSkeleton, readSkeletonChanges, sql } from '@threadline/db'
 import { createTestEnv, prng, shuffle, waitFor, type TestEnv } from '@threadline/testing'
 import type { ApiServer } from '@threadline/api'
 import { assertXSchema, startTestServer } from '../../packages/api/src/test-helpers.js'
@@ -244,5 +244,60 @@ describe('GET /2/conversations/:conversation_id', () => {
       ]),
     )
     expect(doc.paths['/2/conversations'].get.operationId).toBe('conversations-list')
+  })
+
+  it('follows a growing conversation: every read is the tree at the version stored', async () => {
+    const stored = [...allArrived()]
+    const random = prng(9)
+    let ms = Math.max(...stored.map((p) => p.ms))
+    let seq = 0n
+    const reply = (parent: GenPost | undefined): GenPost => {
+      ms += 1 + Math.floor(random() * 50)
+      const id = (((BigInt(ms) - 1288834974657n) << 22n) | (seq++ & 4095n)).toString()
+      return {
+        id,
+        conversationId: fx.rootId,
+        parent: parent ? parent.id : (BigInt(id) - 1000n).toString(), // a parent that never comes
+        author: String(6000 + Math.floor(random() * 5)),
+        ms,
+        likes: 0,
+        replyCount: 0,
+      }
+    }
+    // Held before the changes, so that each read below brings the held trees forward.
+    for (const sort of SORTS) await get(`/2/conversations/${fx.rootId}?sort=${sort}`)
+    const before = await readConversationSkeleton(env.db, fx.rootId)
+
+    for (let round = 0; round < 4; round++) {
+      const fresh: GenPost[] = []
+      for (let i = 0; i < 1 + round; i++) {
+        const pool = [...stored, ...fresh]
+        fresh.push(reply(i === 2 ? undefined : pool[Math.floor(random() * pool.length)]))
+      }
+      // Round 3 also lifts an old reply to the top by its likes (a newer copy replaces it).
+      const liked = round === 3 ? { ...stored[5]!, likes: 99 } : undefined
+      const batch = liked ? [...fresh, liked] : fresh
+      await send(batch)
+      if (liked) stored[5] = liked
+      stored.push(...fresh)
+      await waitFor(
+        `round ${round} stored`,
+        async () =>
+          (await storedCount(fx.rootId)) === stored.length &&
+          (!liked ||
+            (
+              await sql<{ like_count: number }>`
+                SELECT like_count FROM posts WHERE id = ${liked.id}`.execute(env.db)
+            ).rows[0]!.like_count === 99),
+      )
+      for (const sort of SORTS) await checkAllPages(stored, sort, round % 2 === 0 ? 1000 : 150)
+    }
+    // What changed since the first read is read alone: the new Posts and the replaced copy.
+    const changes = await readSkeletonChanges(env.db, fx.rootId, before.snapshot)
+    expect(changes.rows.ids.length).toBe(1 + 2 + 3 + 4 + 1)
+    expect(Number(changes.version)).toBeGreaterThan(Number(before.version))
+    const none = await readSkeletonChanges(env.db, fx.rootId, changes.snapshot)
+    expect(none.rows.ids).toEqual([])
+    expect(none.version).toBe(changes.version)
   })
 })

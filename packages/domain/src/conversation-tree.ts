@@ -1,3 +1,5 @@
+import { compareOldest, HeldSkeleton } from './conversation-skeleton.js'
+
 /**
  * A conversation as a tree (docs/api.md §5): its stored Posts in depth-first pre-order from the
  * root, replies to one Post in the order of a sort, orphans (replies whose parent is not stored)
@@ -64,17 +66,13 @@ export function* walkConversationTree(
   for (let p = from; p < tree.size; p++) yield { id: tree.idAt(p), thread: tree.threadAt(p) }
 }
 
-const compareIds = (a: string, b: string): number =>
-  a.length !== b.length ? a.length - b.length : a < b ? -1 : a > b ? 1 : 0
-
 /** Siblings' order for a sort, over row indexes. */
 function siblingOrder(
   rows: SkeletonRows,
   sort: ConversationSort,
 ): (a: number, b: number) => number {
-  const { ids, createdMs, likes } = rows
-  const oldest = (a: number, b: number) =>
-    createdMs[a]! - createdMs[b]! || compareIds(ids[a]!, ids[b]!)
+  const { likes } = rows
+  const oldest = (a: number, b: number) => compareOldest(rows, a, b)
   switch (sort) {
     case 'oldest':
       return oldest
@@ -94,8 +92,7 @@ const MAX_PACKED_LIKES = 2 ** 31 - 1
  * and `newest` one pass that confirms it replaces the sort; `top` then sorts packed numbers
  * (fewer likes high, the oldest rank low) natively, without a comparator.
  */
-function sortedRows(rows: SkeletonRows, sort: ConversationSort): Int32Array {
-  const n = rows.ids.length
+function sortedRows(rows: SkeletonRows, sort: ConversationSort, n: number): Int32Array {
   const sorted = new Int32Array(n)
   const oldest = siblingOrder(rows, 'oldest')
   let inOrder = true
@@ -119,32 +116,136 @@ function sortedRows(rows: SkeletonRows, sort: ConversationSort): Int32Array {
   return sorted
 }
 
+/** A built tree's arrays: per pre-order position (order, depthAt) or per row (the rest). */
+interface Layout {
+  conversationId: string
+  sort: ConversationSort
+  rows: SkeletonRows
+  /** Rows in the tree: rows appended to a held skeleton later are not in it. */
+  n: number
+  rowOf: ReadonlyMap<string, number>
+  root: number
+  /** The parent's row, -1 when the referenced parent is not stored, -2 without a reference. */
+  parentRow: Int32Array
+  order: Int32Array
+  depthAt: Int32Array
+  walkParent: Int32Array
+  replies: Int32Array
+  descendants: Int32Array
+  positionOfRow: Int32Array
+  /** Parents referenced but not stored. */
+  missing: ReadonlySet<string>
+  /** Whether some rows were reached only from a cycle of replies (walked last). */
+  cyclic: boolean
+  meta: ConversationTreeMeta
+}
+
+class BuiltTree implements ConversationTree {
+  constructor(readonly layout: Layout) {}
+  get conversationId() {
+    return this.layout.conversationId
+  }
+  get sort() {
+    return this.layout.sort
+  }
+  get size() {
+    return this.layout.n
+  }
+  get rootStored() {
+    return this.layout.root >= 0
+  }
+  get meta() {
+    return this.layout.meta
+  }
+  idAt(position: number): string {
+    return this.layout.rows.ids[this.layout.order[position]!]!
+  }
+  threadAt(position: number): ThreadMember {
+    const { order, depthAt, replies, descendants, root, rows, parentRow } = this.layout
+    const r = order[position]!
+    const thread: ThreadMember = {
+      depth: depthAt[position]!,
+      reply_count: replies[r]!,
+      descendant_count: descendants[r]!,
+    }
+    const parent = r === root ? null : rows.parents[r]
+    if (parent != null) thread.parent_id = parent
+    if (r !== root && parentRow[r]! < 0) thread.missing_parent = true
+    return thread
+  }
+  missingParentAt(position: number): string | undefined {
+    const r = this.layout.order[position]!
+    return this.layout.parentRow[r] === -1 ? this.layout.rows.parents[r]! : undefined
+  }
+  positionOf(id: string): number | undefined {
+    const r = this.layout.rowOf.get(id)
+    return r === undefined || r >= this.layout.n ? undefined : this.layout.positionOfRow[r]
+  }
+}
+
+function metaOf(
+  rows: SkeletonRows,
+  n: number,
+  replyCount: number,
+  missing: ReadonlySet<string>,
+  maxDepth: number,
+  participants: number,
+  first: number,
+  last: number,
+): ConversationTreeMeta {
+  return {
+    post_count: n,
+    reply_count: replyCount,
+    missing_count: missing.size,
+    max_depth: maxDepth,
+    participant_count: participants,
+    ...(n > 0
+      ? {
+          first_created_at: new Date(first).toISOString(),
+          last_created_at: new Date(last).toISOString(),
+        }
+      : {}),
+  }
+}
+
 /**
  * Builds the tree of one conversation in a few linear passes and one sort: replies are grouped
  * under their parents in sort order (a counting sort over the sorted rows), then walked
  * depth-first with an explicit stack, so depth is never limited by the call stack. Every row
  * appears exactly once: a reply whose parent is stored but that the root never reaches (a cycle in
  * bad data) is hung under the root like an orphan, without `missing_parent`.
+ *
+ * From a HeldSkeleton, the tree holds its first `size` rows (all by default: a skeleton may have
+ * grown since the version a caller builds for) and can be extended later (extendConversationTree).
  */
 export function buildConversationTree(
   conversationId: string,
   rows: SkeletonRows,
   sort: ConversationSort = 'oldest',
+  size = rows.ids.length,
 ): ConversationTree {
-  const n = rows.ids.length
+  const n = size
   const { ids, parents } = rows
-  const rowOf = new Map<string, number>()
-  for (let r = 0; r < n; r++) rowOf.set(ids[r]!, r)
-  const root = rowOf.get(conversationId) ?? -1
+  let rowOf: ReadonlyMap<string, number>
+  if (rows instanceof HeldSkeleton) rowOf = rows.rowOf
+  else {
+    const map = new Map<string, number>()
+    for (let r = 0; r < n; r++) map.set(ids[r]!, r)
+    rowOf = map
+  }
+  const rowIn = (id: string) => {
+    const r = rowOf.get(id)
+    return r !== undefined && r < n ? r : -1
+  }
+  const root = rowIn(conversationId)
 
-  // parentRow: the parent's row, -1 when the referenced parent is not stored, -2 without a reference.
   const parentRow = new Int32Array(n)
   for (let r = 0; r < n; r++) {
     const p = parents[r]
-    parentRow[r] = r === root || p === null || p === undefined ? -2 : (rowOf.get(p) ?? -1)
+    parentRow[r] = r === root || p === null || p === undefined ? -2 : rowIn(p)
   }
 
-  const sorted = sortedRows(rows, sort)
+  const sorted = sortedRows(rows, sort, n)
 
   // Children lists (CSR), each in sort order because they are filled from `sorted`.
   const childStart = new Int32Array(n + 1)
@@ -190,6 +291,7 @@ export function buildConversationTree(
   }
   if (root >= 0) walk(root, 0)
   for (const r of sorted) if (r !== root && parentRow[r]! < 0) walk(r, 1)
+  const cyclic = pos < n
   // What is left sits on a cycle of replies, or below one: walk from the cycle, reached by
   // following parents up from the first such Post in sort order.
   const chase = new Int32Array(n).fill(-1)
@@ -240,46 +342,121 @@ export function buildConversationTree(
   }
   for (let p = 0; p < n; p++) if (depthAt[p]! > maxDepth) maxDepth = depthAt[p]!
 
-  const meta: ConversationTreeMeta = {
-    post_count: n,
-    reply_count: replyCount,
-    missing_count: missing.size,
-    max_depth: maxDepth,
-    participant_count: authors.size,
-    ...(n > 0
-      ? {
-          first_created_at: new Date(first).toISOString(),
-          last_created_at: new Date(last).toISOString(),
-        }
-      : {}),
-  }
-
-  return {
+  return new BuiltTree({
     conversationId,
     sort,
-    size: n,
-    rootStored: root >= 0,
-    meta,
-    idAt: (position) => ids[order[position]!]!,
-    threadAt(position) {
-      const r = order[position]!
-      const thread: ThreadMember = {
-        depth: depthAt[position]!,
-        reply_count: replies[r]!,
-        descendant_count: descendants[r]!,
-      }
-      const parent = r === root ? null : parents[r]
-      if (parent != null) thread.parent_id = parent
-      if (r !== root && parentRow[r]! < 0) thread.missing_parent = true
-      return thread
-    },
-    missingParentAt(position) {
-      const r = order[position]!
-      return parentRow[r] === -1 ? parents[r]! : undefined
-    },
-    positionOf(id) {
-      const r = rowOf.get(id)
-      return r === undefined ? undefined : positionOfRow[r]
-    },
+    rows,
+    n,
+    rowOf,
+    root,
+    parentRow,
+    order,
+    depthAt,
+    walkParent,
+    replies,
+    descendants,
+    positionOfRow,
+    missing,
+    cyclic,
+    meta: metaOf(rows, n, replyCount, missing, maxDepth, authors.size, first, last),
+  })
+}
+
+/** Posts one extension takes at most: each costs a pass over the tree's positions. */
+const MAX_EXTENSION = 64
+
+/** Copies a typed array into a longer one. */
+function grown(array: Int32Array, length: number): Int32Array {
+  const copy = new Int32Array(length)
+  copy.set(array)
+  return copy
+}
+
+/**
+ * The tree of `tree`'s conversation once the rows a held skeleton appended from row `from` are in
+ * it (HeldSkeleton.apply), without building it again: each new Post is the newest, so it is its
+ * parent's last reply in `oldest` order (after the parent's subtree) and its first in `newest`
+ * (right after the parent); a new orphan is the last or the first after the root's subtree.
+ * Undefined when the tree must be built again instead: the `top` order, a tree with a cycle, too
+ * many new Posts, or one that changes the tree's shape (the root, or a parent orphans waited for).
+ * The tree given stays as it was.
+ */
+export function extendConversationTree(
+  tree: ConversationTree,
+  skeleton: HeldSkeleton,
+  from: number,
+): ConversationTree | undefined {
+  if (!(tree instanceof BuiltTree)) return undefined
+  const old = tree.layout
+  const n = skeleton.size
+  if (old.sort === 'top' || old.cyclic || old.n !== from || n - from > MAX_EXTENSION) {
+    return undefined
   }
+  if (n === from) return tree
+  const { ids, parents, rowOf } = skeleton
+  const order = grown(old.order, n)
+  const depthAt = grown(old.depthAt, n)
+  const parentRow = grown(old.parentRow, n)
+  const walkParent = grown(old.walkParent, n)
+  const replies = grown(old.replies, n)
+  const descendants = grown(old.descendants, n)
+  const positionOfRow = grown(old.positionOfRow, n)
+  const missing = new Set(old.missing)
+  let { reply_count: replyCount, max_depth: maxDepth } = old.meta
+  let first = old.n > 0 ? Date.parse(old.meta.first_created_at!) : Infinity
+  let last = old.n > 0 ? Date.parse(old.meta.last_created_at!) : -Infinity
+  const root = old.root
+
+  for (let r = from; r < n; r++) {
+    const id = ids[r]!
+    // A new root, or a parent that orphans were hung without: their places move.
+    if (id === old.conversationId || missing.has(id)) return undefined
+    const parent = parents[r]
+    const p = parent == null ? -2 : (rowOf.get(parent) ?? -1)
+    // A parent among the new Posts but newer than its reply, or the Post itself: bad data.
+    if (p >= r) return undefined
+    parentRow[r] = p
+    let at: number
+    let depth: number
+    if (p >= 0) {
+      const parentAt = positionOfRow[p]!
+      at = old.sort === 'oldest' ? parentAt + descendants[p]! + 1 : parentAt + 1
+      depth = depthAt[parentAt]! + 1
+      walkParent[r] = p
+      replies[p]!++
+      for (let a = p; a >= 0; a = walkParent[a]!) descendants[a]!++
+    } else {
+      if (p === -1) missing.add(parent!)
+      at = old.sort === 'oldest' ? r : root >= 0 ? descendants[root]! + 1 : 0
+      depth = 1
+      walkParent[r] = -1
+    }
+    // Positions from `at` on move one along.
+    order.copyWithin(at + 1, at, r)
+    depthAt.copyWithin(at + 1, at, r)
+    order[at] = r
+    depthAt[at] = depth
+    for (let q = 0; q < r; q++) if (positionOfRow[q]! >= at) positionOfRow[q]!++
+    positionOfRow[r] = at
+    if (parent != null) replyCount++
+    if (depth > maxDepth) maxDepth = depth
+    const ms = skeleton.createdMs[r]!
+    if (ms < first) first = ms
+    if (ms > last) last = ms
+  }
+  return new BuiltTree({
+    ...old,
+    rows: skeleton,
+    n,
+    rowOf,
+    parentRow,
+    order,
+    depthAt,
+    walkParent,
+    replies,
+    descendants,
+    positionOfRow,
+    missing,
+    meta: metaOf(skeleton, n, replyCount, missing, maxDepth, skeleton.authorSet.size, first, last),
+  })
 }

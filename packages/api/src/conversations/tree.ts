@@ -158,22 +158,31 @@ export function registerConversationTree(
       const held = trees.peek(id)
       const heldTree = held?.tree(sort)
       const heldPage = heldTree && cut(heldTree, after, limit)
+      let seen: { version: string; posts: Map<string, string> } | undefined
       if (held && heldTree && heldPage && heldPage.ids.length > 0) {
-        const { version, posts } = await wirePostsAtVersion(readDb, id, heldPage.ids, fields)
-        if (version === held.version) {
+        seen = await wirePostsAtVersion(readDb, id, heldPage.ids, fields)
+        if (seen.version === held.version) {
           const meta = pageMeta(id, heldTree, held, heldPage, nextToken)
-          return wireAnswer(heldTree, heldPage, posts, meta)
+          return wireAnswer(heldTree, heldPage, seen.posts, meta)
         }
       }
-      // Read (again), with the Posts themselves when the whole tree fits in the page.
-      const { entry, posts } = await trees.load(readDb, id, { fields, upTo: limit })
+      // Brought up to date, or read with the Posts themselves when the whole tree fits in the page.
+      const { entry, posts } = await trees.refresh(
+        readDb,
+        id,
+        { fields, upTo: limit },
+        seen?.version,
+      )
       const tree = entry.tree(sort)
       if (tree.size === 0) return unknown
       const page = cut(tree, after, limit)
       if (!page) throw invalidToken('pagination_token', token!)
-      const wire =
-        posts ??
-        new Map((await wirePostsByIds(readDb, page.ids, fields)).map((r) => [r.id, r.json]))
+      // Posts read above at the version the tree is now at are current: only the others are read.
+      const wire = posts ?? (seen?.version === entry.version ? seen.posts : new Map())
+      const missing = page.ids.filter((postId) => !wire.has(postId))
+      if (missing.length > 0) {
+        for (const r of await wirePostsByIds(readDb, missing, fields)) wire.set(r.id, r.json)
+      }
       return wireAnswer(tree, page, wire, pageMeta(id, tree, entry, page, nextToken))
     }
 

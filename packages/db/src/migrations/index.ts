@@ -6,6 +6,7 @@ import * as activity from './20261121T000400-activity.js'
 import * as conversationCounters from './20261121T000500-conversation-counters.js'
 import * as conversationTree from './20261126T220000-conversation-tree.js'
 import * as secrets from './20261126T230000-secrets.js'
+import * as conversationChanges from './20261127T000000-conversation-changes.js'
 
 /**
  * Every migration, in order. Names are timestamps so that they sort; add new files at the end
@@ -19,4 +20,5 @@ export const migrations: Record<string, Migration> = {
   '20261121T000500-conversation-counters': conversationCounters,
   '20261126T220000-conversation-tree': conversationTree,
   '20261126T230000-secrets': secrets,
+  '20261127T000000-conversation-changes': conversationChanges,
 }

@@ -12,6 +12,8 @@ import { wireColumns, wireJson } from './read-posts.js'
 export interface ConversationSkeleton {
   /** The conversation row's version when read ('0' when nothing is stored). */
   version: string
+  /** The snapshot it was read under (pg_snapshot as text): readSkeletonChanges starts there. */
+  snapshot: string
   rows: SkeletonRows
   /** The root's `public_metrics.reply_count` as last seen; undefined without a stored root. */
   reportedReplyCount: number | undefined
@@ -20,21 +22,35 @@ export interface ConversationSkeleton {
 }
 
 /**
- * The skeleton of a conversation as one row: each tree column of its Posts as one comma-joined
- * text (element i of each is Post i), so that the client parses five strings rather than a row
- * object per Post. Read from posts_conversation_tree_idx alone (an index-only scan once vacuum has
- * marked the pages all-visible); the version is read in the same statement (one snapshot), so a
- * skeleton is labelled with the version of exactly what it holds.
+ * The skeleton of a conversation's Posts that pass `where`, as one row: each tree column as one
+ * comma-joined text (element i of each is Post i: one aggregate node feeds them the same rows), so
+ * that the client parses five strings rather than a row object per Post. The version and the
+ * snapshot are read in the same statement, so a skeleton is labelled with exactly what it holds.
  */
-const SKELETON = `
+const skeletonOf = (where: string) => `
   SELECT 0 AS kind, (SELECT version::text FROM conversations WHERE id = $1) AS version,
+    pg_current_snapshot()::text AS snapshot,
     (SELECT reply_count FROM posts WHERE id = $1) AS reported, count(*)::int AS n,
     string_agg(id::text, ',') AS ids,
     string_agg(coalesce(in_reply_to_post_id::text, ''), ',') AS parents,
     string_agg(coalesce(author_id::text, ''), ',') AS authors,
     string_agg(((date_part('epoch', created_at) * 1000)::bigint)::text, ',') AS ms,
     string_agg(coalesce(like_count, 0)::text, ',') AS likes
-  FROM posts WHERE conversation_id = $1`
+  FROM posts WHERE ${where}`
+
+/**
+ * Every Post of a conversation, from posts_conversation_tree_idx alone (an index-only scan once
+ * vacuum has marked the pages all-visible).
+ */
+const SKELETON = skeletonOf('conversation_id = $1')
+
+/**
+ * The Posts of a conversation stored or replaced by a transaction that snapshot $2 did not see:
+ * what changed since a skeleton read under $2 (posts_conversation_changes_idx).
+ */
+const SKELETON_CHANGES = skeletonOf(`conversation_id = $1
+  AND stored_xid >= pg_snapshot_xmin($2::pg_snapshot)
+  AND NOT pg_visible_in_snapshot(stored_xid, $2::pg_snapshot)`)
 
 /**
  * SKELETON, followed by each Post in wire form (the columns of read-posts' wire lookup) when the
@@ -65,7 +81,7 @@ function skeletonWithPosts(db: Db, fields: readonly string[]) {
         SELECT * FROM (${SKELETON}) head
           CROSS JOIN (SELECT NULL::text AS wire_id, NULL::text AS wire_text${nulls}) none
         UNION ALL
-        SELECT 1, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, w.id::text, w.text${wanted
+        SELECT 1, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, w.id::text, w.text${wanted
           .map((_, i) => `, w.f${i}`)
           .join('')}
         FROM (${lookup.sql} LIMIT $2) w`,
@@ -78,6 +94,7 @@ function skeletonWithPosts(db: Db, fields: readonly string[]) {
 type SkeletonRow = {
   kind: number
   version: string | null
+  snapshot: string | null
   reported: number | null
   n: number | null
   ids: string | null
@@ -110,14 +127,6 @@ export async function readConversationSkeleton(
   )
   const head = result.find((r) => r.kind === 0)!
   const n = head.n ?? 0
-  const split = (text: string | null) => (n === 0 || text === null ? [] : text.split(','))
-  const rows: SkeletonRows = {
-    ids: split(head.ids),
-    parents: split(head.parents).map(orNull),
-    authors: split(head.authors).map(orNull),
-    createdMs: Float64Array.from(split(head.ms), Number),
-    likes: Int32Array.from(split(head.likes), Number),
-  }
   let wirePosts: Map<string, string> | undefined
   // Every Post or none: the counter that gates them could be behind the rows.
   if (statement && n > 0 && result.length === n + 1) {
@@ -131,12 +140,41 @@ export async function readConversationSkeleton(
       wirePosts.set(row.wire_id!, json)
     }
   }
+  return { ...skeletonFrom(head), ...(wirePosts ? { posts: wirePosts } : {}) }
+}
+
+function skeletonFrom(head: SkeletonRow): ConversationSkeleton {
+  const n = head.n ?? 0
+  const split = (text: string | null) => (n === 0 || text === null ? [] : text.split(','))
   return {
     version: head.version ?? '0',
-    rows,
+    snapshot: head.snapshot!,
+    rows: {
+      ids: split(head.ids),
+      parents: split(head.parents).map(orNull),
+      authors: split(head.authors).map(orNull),
+      createdMs: Float64Array.from(split(head.ms), Number),
+      likes: Int32Array.from(split(head.likes), Number),
+    },
     reportedReplyCount: head.reported ?? undefined,
-    ...(wirePosts ? { posts: wirePosts } : {}),
   }
+}
+
+/**
+ * The rows of a conversation's Posts stored or replaced since a skeleton was read under
+ * `snapshot` (each Post's current copy), with the version and snapshot they bring the skeleton
+ * to. Costs the change, not the conversation: an index range from the snapshot's oldest
+ * transaction on.
+ */
+export async function readSkeletonChanges(
+  db: Db,
+  conversationId: string,
+  snapshot: string,
+): Promise<ConversationSkeleton> {
+  const [head] = await queryRows<SkeletonRow>(db, SKELETON_CHANGES, [conversationId, snapshot], {
+    prepare: true,
+  })
+  return skeletonFrom(head!)
 }
 
 /** The conversation row's version ('0' when there is none), by primary key. */
