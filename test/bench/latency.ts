@@ -1,13 +1,14 @@
 /**
- * `pnpm bench latency [--rates 10,100,1000,5000] [--duration 5] [--drain 30] [--writers 1]`
+ * `pnpm bench latency [--rates 10,100,1000,5000] [--duration 20] [--drain 30] [--writers 1]`
  *
  * Real time end to end. The whole stack, each role in its own process as in production (`threadline
  * start --roles ingest | writer | api | delivery`), behind a fake X upstream in this process. One
  * app follows one conversation (a filtered-stream rule) and subscribes a webhook to `post.create`
  * by one author. At each offered rate, for `--duration` seconds, replies are written to the
  * upstream's stream socket one line at a time; measured here, on one clock, from the write of a
- * line to its arrival at the app's filtered-stream client and at the webhook receiver: p50, p99
- * and max, and the Posts/s the client got against those offered. The webhook author writes at most
+ * line to its arrival at the app's filtered-stream client, at a client of the conversation's live
+ * feed (GET /2/conversations/:id/stream) and at the webhook receiver: p50, p99 and max, and the
+ * Posts/s the stream client got against those offered. The webhook author writes at most
  * a hundred of the Posts a second (one webhook sends one request at a time: past that the bench
  * would measure its queue).
  *
@@ -149,7 +150,8 @@ async function main(): Promise<void> {
   const { values } = parseArgs({
     options: {
       rates: { type: 'string', default: '10,100,1000,5000' },
-      duration: { type: 'string', default: '5' },
+      // Long enough at 10/s for a p99 that is not simply the maximum (200 Posts).
+      duration: { type: 'string', default: '20' },
       drain: { type: 'string', default: '30' },
       writers: { type: 'string', default: '1' },
     },
@@ -280,11 +282,21 @@ async function main(): Promise<void> {
       },
       60_000,
     )
+    // The conversation's own live feed (docs/api.md §5), no rule needed.
+    const feedReceived = new Map<string, number>()
+    const feedClient = await openStreamClient(
+      `http://127.0.0.1:${port}/2/conversations/${rootId}/stream`,
+      app.bearer_token,
+      (id) => {
+        if (!feedReceived.has(id)) feedReceived.set(id, performance.now())
+      },
+    )
     const relayClient = await openStreamClient(`http://127.0.0.1:${relay.port}/`, '', (id) => {
       if (!relayReceived.has(id)) relayReceived.set(id, performance.now())
     })
     closers.push(
       () => client?.destroy(),
+      () => feedClient.destroy(),
       () => relayClient.destroy(),
     )
 
@@ -336,10 +348,13 @@ async function main(): Promise<void> {
       }
       return { sent, hookIds, firstAt: start, lastAt: performance.now() }
     }
-    const settle = async (phase: Phase, received: Map<string, number>, hooks: boolean) => {
+    /** Waits for every Post of a phase at the clients; `stack`: also at the feed and the webhook. */
+    const settle = async (phase: Phase, received: Map<string, number>, stack: boolean) => {
       const all = () =>
-        [...phase.sent.keys()].every((id) => received.has(id)) &&
-        (!hooks || [...phase.hookIds].every((id) => hookReceived.has(id)))
+        [...phase.sent.keys()].every(
+          (id) => received.has(id) && (!stack || feedReceived.has(id)),
+        ) &&
+        (!stack || [...phase.hookIds].every((id) => hookReceived.has(id)))
       await until('every Post received', all, DRAIN_MS).catch((err: Error) => log(err.message))
     }
     const measure = (phase: Phase, received: Map<string, number>) => {
@@ -410,16 +425,18 @@ async function main(): Promise<void> {
       const t = await offer(upstream, rate, DURATION_MS)
       await settle(t, streamReceived, true)
       const stream = measure(t, streamReceived)
+      const feed = measure(t, feedReceived)
       const webhook = hookFigures(t)
       const batches = await batching(t)
       const b = await offer(relayUpstream, rate, DURATION_MS)
       await settle(b, relayReceived, false)
       const baseline = measure(b, relayReceived)
-      const row = { rate, stream, webhook, baseline, batches }
+      const row = { rate, stream, feed, webhook, baseline, batches }
       results.push(row)
       log(
         `${rate}/s: stream p50 ${stream.p50_ms} p99 ${stream.p99_ms} max ${stream.max_ms} ms ` +
           `(${stream.received}/${stream.expected}, ${stream.received_per_s}/s of ${stream.offered_per_s}/s); ` +
+          `feed p50 ${feed.p50_ms} p99 ${feed.p99_ms} max ${feed.max_ms} ms; ` +
           `webhook p50 ${webhook.p50_ms} p99 ${webhook.p99_ms} max ${webhook.max_ms} ms ` +
           `(${webhook.received}/${webhook.expected}); ` +
           `bare relay p50 ${baseline.p50_ms} p99 ${baseline.p99_ms} max ${baseline.max_ms} ms; ` +
