@@ -1,13 +1,12 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
-import { HeldSkeleton } from './conversation-skeleton.js'
+import { HeldSkeleton, type SkeletonRows } from './conversation-skeleton.js'
 import {
   buildConversationTree,
   CONVERSATION_SORTS,
   extendConversationTree,
   walkConversationTree,
   type ConversationTree,
-  type SkeletonRows,
 } from './conversation-tree.js'
 
 type Row = { id: string; parent: string | null; author: string; ms: number; likes: number }

@@ -1,5 +1,16 @@
-import type { SkeletonRows } from './conversation-tree.js'
 import { compareIds } from './ids.js'
+
+/** The stored Posts of one conversation, column by column (element i of each is Post i). */
+export interface SkeletonRows {
+  ids: readonly string[]
+  /** The Post each one replies to (its `replied_to` reference), or null. */
+  parents: ReadonlyArray<string | null>
+  authors: ReadonlyArray<string | null>
+  /** created_at in epoch milliseconds. */
+  createdMs: ArrayLike<number>
+  /** like_count (0 when unknown). */
+  likes: ArrayLike<number>
+}
 
 /** (created, id) order, the order of `oldest`: a negative number when row a comes first. */
 export function compareOldest(rows: SkeletonRows, a: number, b: number): number {

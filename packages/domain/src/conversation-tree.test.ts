@@ -1,9 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import {
-  buildConversationTree,
-  walkConversationTree,
-  type SkeletonRows,
-} from './conversation-tree.js'
+import { buildConversationTree, walkConversationTree } from './conversation-tree.js'
+import type { SkeletonRows } from './conversation-skeleton.js'
 
 /** Rows from [id, parent, ms, likes] tuples; authors a, b, a, b, … */
 function rows(posts: Array<[string, string | null, number, number?]>): SkeletonRows {

@@ -1,4 +1,4 @@
-import { compareOldest, HeldSkeleton } from './conversation-skeleton.js'
+import { compareOldest, HeldSkeleton, type SkeletonRows } from './conversation-skeleton.js'
 
 /**
  * A conversation as a tree (docs/api.md §5): its stored Posts in depth-first pre-order from the
@@ -9,18 +9,6 @@ import { compareOldest, HeldSkeleton } from './conversation-skeleton.js'
 
 export const CONVERSATION_SORTS = ['oldest', 'newest', 'top'] as const
 export type ConversationSort = (typeof CONVERSATION_SORTS)[number]
-
-/** The stored Posts of one conversation, column by column (element i of each is Post i). */
-export interface SkeletonRows {
-  ids: readonly string[]
-  /** The Post each one replies to (its `replied_to` reference), or null. */
-  parents: ReadonlyArray<string | null>
-  authors: ReadonlyArray<string | null>
-  /** created_at in epoch milliseconds. */
-  createdMs: ArrayLike<number>
-  /** like_count (0 when unknown). */
-  likes: ArrayLike<number>
-}
 
 /** The `thread` member of a Post on a tree page. */
 export interface ThreadMember {
