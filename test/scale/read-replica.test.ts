@@ -171,4 +171,31 @@ describe('API with a read replica (DATABASE_READ_URL)', () => {
     const search = await get(withReplica, `/2/tweets/search/all?query=${query}&max_results=100`)
     expect((search.meta as { result_count: number }).result_count).toBe(b.ids.length)
   })
+  it('brings a conversation tree read on the replica forward by what the replica replays', async () => {
+    const withReplica = await startApi(true)
+    const c = generateConversation({ size: 40, seed: 9, startMs: Date.now() - 1_800_000 })
+    const stored = async (n: number) =>
+      waitFor(`the replica to hold ${n} Posts of the conversation`, async () => {
+        const { rows } = await sql<{ n: string }>`
+          SELECT count(*) AS n FROM posts WHERE conversation_id = ${c.rootId}`.execute(replica)
+        return Number(rows[0]!.n) === n ? true : undefined
+      })
+    const tree = async (server: ApiServer) => {
+      const body = await get(server, `/2/conversations/${c.rootId}?max_results=1000`)
+      return {
+        posts: (body.data as Array<{ id: string; thread: unknown }>).map((p) => [p.id, p.thread]),
+        count: (body.meta as { post_count: number }).post_count,
+      }
+    }
+    await store(primary, c.lines.slice(0, 30))
+    await stored(30)
+    expect((await tree(withReplica)).count).toBe(30)
+    // Newer replies: the held tree takes them from the replica's snapshot on.
+    await store(primary, c.lines.slice(30))
+    await stored(40)
+    const forward = await tree(withReplica)
+    expect(forward.count).toBe(40)
+    // The same tree as a whole read by an API that held nothing.
+    expect(forward).toEqual(await tree(await startApi(true)))
+  })
 })
