@@ -264,8 +264,15 @@ describe('GET /2/conversations/:conversation_id', () => {
         replyCount: 0,
       }
     }
-    // Held before the changes, so that each read below brings the held trees forward.
+    // Held before the changes, so that each read below brings the held trees forward; the
+    // Posts read with their metrics are kept with the tree.
     for (const sort of SORTS) await get(`/2/conversations/${fx.rootId}?sort=${sort}`)
+    const metricsUrl = `/2/conversations/${fx.rootId}?max_results=1000&tweet.fields=public_metrics`
+    const likesOf = async (postId: string) =>
+      (await get(metricsUrl))
+        .json<{ data: Array<{ id: string; public_metrics: { like_count: number } }> }>()
+        .data.find((p) => p.id === postId)?.public_metrics.like_count
+    expect(await likesOf(stored[5]!.id)).toBe(stored[5]!.likes)
     const before = await readConversationSkeleton(env.db, fx.rootId)
 
     for (let round = 0; round < 4; round++) {
@@ -291,6 +298,8 @@ describe('GET /2/conversations/:conversation_id', () => {
             ).rows[0]!.like_count === 99),
       )
       for (const sort of SORTS) await checkAllPages(stored, sort, round % 2 === 0 ? 1000 : 150)
+      // A replaced Post is read again, not taken from what was kept with the tree before.
+      expect(await likesOf(stored[5]!.id)).toBe(stored[5]!.likes)
     }
     // What changed since the first read is read alone: the new Posts and the replaced copy.
     const changes = await readSkeletonChanges(env.db, fx.rootId, before.snapshot)

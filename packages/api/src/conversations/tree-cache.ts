@@ -12,18 +12,27 @@ import {
   type ConversationSort,
   type ConversationTree,
 } from '@threadline/domain'
+import { WirePosts } from './wire-posts.js'
 
 /**
  * Posts of built trees a process keeps, over all conversations: a tree costs a few hundred bytes
  * a Post, and the least recently read conversations go first.
  */
 const MAX_CACHED_POSTS = 400_000
+/** A Post kept in wire form (≈ 1 KB) counts as this many Posts of a tree. */
+const WIRE_WEIGHT = 4
 
 /** One conversation's skeleton at one version, and its trees built so far (one per sort). */
 export interface TreeEntry {
   version: string
   reportedReplyCount: number | undefined
   tree(sort: ConversationSort): ConversationTree
+  /**
+   * Its Posts in wire form with the fields `fields` (JSON text by id), as read at this version:
+   * what a page finds here it need not read again while the version stands. Fill with `keep`.
+   */
+  wirePosts(fields: string): ReadonlyMap<string, string>
+  keep(fields: string, posts: ReadonlyMap<string, string>): void
 }
 
 interface HeldEntry extends TreeEntry {
@@ -33,6 +42,7 @@ interface HeldEntry extends TreeEntry {
   /** Rows of the skeleton at this version (it may have grown since, for a later version). */
   size: number
   trees: Partial<Record<ConversationSort, ConversationTree>>
+  wire: WirePosts
 }
 
 function entryOf(
@@ -40,6 +50,7 @@ function entryOf(
   read: ConversationSkeleton,
   skeleton: HeldSkeleton,
   trees: HeldEntry['trees'] = {},
+  wire = new WirePosts(),
 ): HeldEntry {
   const size = skeleton.size
   return {
@@ -49,15 +60,21 @@ function entryOf(
     skeleton,
     size,
     trees,
+    wire,
     tree(sort) {
       return (trees[sort] ??= buildConversationTree(id, skeleton, sort, size))
     },
+    wirePosts: (fields) => wire.get(fields) ?? new Map(),
+    // Replaced by the cache for the entries it remembers, which count what they keep.
+    keep: () => {},
   }
 }
 
 /** The entry after the Posts changed since `held` was read: its trees extended where they can be. */
 function advanced(id: string, held: HeldEntry, changes: ConversationSkeleton): HeldEntry {
-  if (changes.rows.ids.length === 0) return entryOf(id, changes, held.skeleton, held.trees)
+  if (changes.rows.ids.length === 0) {
+    return entryOf(id, changes, held.skeleton, held.trees, held.wire.without(new Set()))
+  }
   const { skeleton, appendedFrom } = held.skeleton.apply(changes.rows)
   const trees: HeldEntry['trees'] = {}
   if (appendedFrom !== undefined) {
@@ -67,7 +84,7 @@ function advanced(id: string, held: HeldEntry, changes: ConversationSkeleton): H
       if (extended) trees[sort] = extended
     }
   }
-  return entryOf(id, changes, skeleton, trees)
+  return entryOf(id, changes, skeleton, trees, held.wire.without(new Set(changes.rows.ids)))
 }
 
 const newer = (a: string, b: string) => BigInt(a) > BigInt(b)
@@ -85,21 +102,37 @@ export function createTreeCache(maxPosts = MAX_CACHED_POSTS) {
   const reading = new Map<string, Promise<{ entry: TreeEntry; posts?: Map<string, string> }>>()
   let held = 0
 
-  const remember = (id: string, entry: HeldEntry, size: number) => {
+  const weigh = (entry: HeldEntry) => entry.size + WIRE_WEIGHT * entry.wire.count
+
+  /** Drops the least recently read entries other than `id` while over the bound. */
+  const trim = (id: string) => {
+    for (const [key, e] of entries) {
+      if (held <= maxPosts) break
+      if (key === id) continue
+      entries.delete(key)
+      held -= e.size
+    }
+  }
+
+  const remember = (id: string, entry: HeldEntry) => {
     const old = entries.get(id)
     if (old && newer(old.entry.version, entry.version)) return
     if (old) {
       held -= old.size
       entries.delete(id)
     }
-    if (size === 0) return
-    entries.set(id, { entry, size })
-    held += size
-    for (const [key, e] of entries) {
-      if (held <= maxPosts || key === id) break
-      entries.delete(key)
-      held -= e.size
+    const slot = { entry, size: weigh(entry) }
+    entries.set(id, slot)
+    held += slot.size
+    entry.keep = (fields, posts) => {
+      entry.wire.keep(fields, posts)
+      if (entries.get(id) !== slot) return
+      held -= slot.size
+      slot.size = weigh(entry)
+      held += slot.size
+      trim(id)
     }
+    trim(id)
   }
 
   /** Concurrent reads of the same kind share one statement. */
@@ -133,7 +166,7 @@ export function createTreeCache(maxPosts = MAX_CACHED_POSTS) {
     const entry = entryOf(id, read, HeldSkeleton.of(read.rows))
     // A tree that came whole with its Posts is read as cheaply again as it would be from
     // here (one statement either way): only larger ones are kept.
-    remember(id, entry, read.posts ? 0 : read.rows.ids.length)
+    if (!read.posts && read.rows.ids.length > 0) remember(id, entry)
     return { entry, ...(read.posts ? { posts: read.posts } : {}) }
   }
 
@@ -157,7 +190,7 @@ export function createTreeCache(maxPosts = MAX_CACHED_POSTS) {
       // Another read moved the entry meanwhile: the delta no longer applies to what is held.
       if (current !== start) return readWhole(db, id)
       const entry = advanced(id, start, changes)
-      remember(id, entry, entry.size)
+      remember(id, entry)
       return { entry }
     })
   }
@@ -180,7 +213,7 @@ export function createTreeCache(maxPosts = MAX_CACHED_POSTS) {
       const entry = entries.get(id)?.entry
       return entry && entry.version === version ? entry : (await refresh(db, id)).entry
     },
-    /** Posts held, for tests and metrics. */
+    /** Posts held (a wire Post counting as WIRE_WEIGHT), for tests and metrics. */
     held: () => held,
   }
 }

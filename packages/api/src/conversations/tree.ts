@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify'
-import { postsByIds, wirePostsAtVersion, wirePostsByIds } from '@threadline/db'
+import { conversationVersion, postsByIds, wirePostsAtVersion } from '@threadline/db'
 import {
   CONVERSATION_SORTS,
   isId,
@@ -59,6 +59,20 @@ function pageErrors(tree: ConversationTree, start: number, end: number): Resourc
     errors.push(notFound('tweet', 'parent_id', parent))
   }
   return errors
+}
+
+/** `fresh`, with the Posts of `ids` it lacks taken from `kept`. */
+function withKept(
+  ids: readonly string[],
+  fresh: Map<string, string>,
+  kept: ReadonlyMap<string, string>,
+): Map<string, string> {
+  for (const id of ids) {
+    if (fresh.has(id)) continue
+    const json = kept.get(id)
+    if (json !== undefined) fresh.set(id, json)
+  }
+  return fresh
 }
 
 interface Page {
@@ -152,18 +166,28 @@ export function registerConversationTree(
     const sel = fieldSelection(c.params)
 
     if (sel.expansions.size === 0) {
-      // No includes: Posts come from Postgres as wire JSON text. A tree held in this process
-      // is checked against the store's version by the statement that reads its page.
+      // No includes: Posts come from Postgres as wire JSON text, and are kept with the tree they
+      // were read at. A held tree is checked against the store's version on every request: in
+      // the statement that reads the page's Posts not kept, or alone when all are.
       const fields = [...primaryFields(sel)]
+      const fieldsKey = fields.join(',')
       const held = trees.peek(id)
       const heldTree = held?.tree(sort)
       const heldPage = heldTree && cut(heldTree, after, limit)
       let seen: { version: string; posts: Map<string, string> } | undefined
       if (held && heldTree && heldPage && heldPage.ids.length > 0) {
-        seen = await wirePostsAtVersion(readDb, id, heldPage.ids, fields)
+        // Posts kept from earlier pages at this version are not read again: only the version is.
+        const kept = held.wirePosts(fieldsKey)
+        const missing = heldPage.ids.filter((postId) => !kept.has(postId))
+        seen =
+          missing.length === 0
+            ? { version: await conversationVersion(readDb, id), posts: new Map() }
+            : await wirePostsAtVersion(readDb, id, missing, fields)
         if (seen.version === held.version) {
+          const posts = withKept(heldPage.ids, seen.posts, kept)
+          held.keep(fieldsKey, posts)
           const meta = pageMeta(id, heldTree, held, heldPage, nextToken)
-          return wireAnswer(heldTree, heldPage, seen.posts, meta)
+          return wireAnswer(heldTree, heldPage, posts, meta)
         }
       }
       // Brought up to date, or read with the Posts themselves when the whole tree fits in the page.
@@ -177,11 +201,16 @@ export function registerConversationTree(
       if (tree.size === 0) return unknown
       const page = cut(tree, after, limit)
       if (!page) throw invalidToken('pagination_token', token!)
-      // Posts read above at the version the tree is now at are current: only the others are read.
-      const wire = posts ?? (seen?.version === entry.version ? seen.posts : new Map())
+      // Posts read above at the version the tree is now at are current, as are those it kept
+      // across the change: only the others are read.
+      const current = seen?.version === entry.version ? seen.posts : undefined
+      const wire = withKept(page.ids, posts ?? current ?? new Map(), entry.wirePosts(fieldsKey))
+      entry.keep(fieldsKey, wire)
       const missing = page.ids.filter((postId) => !wire.has(postId))
       if (missing.length > 0) {
-        for (const r of await wirePostsByIds(readDb, missing, fields)) wire.set(r.id, r.json)
+        const read = await wirePostsAtVersion(readDb, id, missing, fields)
+        for (const [postId, json] of read.posts) wire.set(postId, json)
+        if (read.version === entry.version) entry.keep(fieldsKey, read.posts)
       }
       return wireAnswer(tree, page, wire, pageMeta(id, tree, entry, page, nextToken))
     }
