@@ -226,6 +226,24 @@ async function alternate(
   return { api: combine(as), baseline: combine(bs), ratio: Math.round(ratio * 100) / 100 }
 }
 
+type Alternated = Awaited<ReturnType<typeof alternate>>
+
+/** Prints a load scenario's line and returns its figures. */
+function report(name: string, r: Alternated): Record<string, number> {
+  console.log(
+    `${name.padEnd(12)} api ${r.api.rps} req/s p50 ${r.api.p50} ms p99 ${r.api.p99} ms | baseline ${r.baseline.rps} req/s p99 ${r.baseline.p99} ms | ratio ${r.ratio}`,
+  )
+  return {
+    rps: r.api.rps,
+    p50_ms: r.api.p50,
+    p99_ms: r.api.p99,
+    baseline_rps: r.baseline.rps,
+    baseline_p99_ms: r.baseline.p99,
+    errors: r.api.errors + r.api.non2xx + r.baseline.errors + r.baseline.non2xx,
+    ratio: r.ratio,
+  }
+}
+
 const percentileOf = (values: readonly number[], p: number) =>
   percentile(
     [...values].sort((a, b) => a - b),
@@ -330,6 +348,17 @@ async function main(): Promise<void> {
       (token ? `&pagination_token=${token}` : '')
     const basePage = (size: number) => (token: string | undefined) =>
       `${baseline.url}/?conversation=${BIG_ID}&limit=${size}` + (token ? `&after=${token}` : '')
+    /** The first page of 100 of the big tree, both servers alternately. */
+    const firstPages = () =>
+      alternate(
+        () =>
+          load(
+            api.url,
+            () => `/2/conversations/${BIG_ID}?max_results=100&tweet.fields=${FIELDS}`,
+            auth,
+          ),
+        () => load(baseline.url, () => `/?conversation=${BIG_ID}&limit=100`, {}),
+      )
     const check = await walk(treePage(1000), auth)
     const base = await walk(basePage(1000), {})
     if (check.ids.length !== big || new Set(check.ids).size !== big) {
@@ -342,27 +371,8 @@ async function main(): Promise<void> {
     }
 
     // first_page
-    const first = await alternate(
-      () =>
-        load(
-          api.url,
-          () => `/2/conversations/${BIG_ID}?max_results=100&tweet.fields=${FIELDS}`,
-          auth,
-        ),
-      () => load(baseline.url, () => `/?conversation=${BIG_ID}&limit=100`, {}),
-    )
-    console.log(
-      `first_page   api ${first.api.rps} req/s p50 ${first.api.p50} ms p99 ${first.api.p99} ms | baseline ${first.baseline.rps} req/s p99 ${first.baseline.p99} ms | ratio ${first.ratio}`,
-    )
-    figures.first_page = {
-      rps: first.api.rps,
-      p50_ms: first.api.p50,
-      p99_ms: first.api.p99,
-      baseline_rps: first.baseline.rps,
-      baseline_p99_ms: first.baseline.p99,
-      errors: first.api.errors + first.api.non2xx + first.baseline.errors + first.baseline.non2xx,
-      ratio: first.ratio,
-    }
+    const first = await firstPages()
+    figures.first_page = report('first_page', first)
     ratios.push(first.ratio)
 
     // walk_1000: alternately, each walk a full pass; Posts/s over the pass.
@@ -430,22 +440,7 @@ async function main(): Promise<void> {
       () => load(api.url, () => `/2/conversations/${small()}?tweet.fields=${FIELDS}`, auth),
       () => load(baseline.url, () => `/?conversation=${small()}&limit=100`, {}),
     )
-    console.log(
-      `small_tree   api ${smallTree.api.rps} req/s p50 ${smallTree.api.p50} ms p99 ${smallTree.api.p99} ms | baseline ${smallTree.baseline.rps} req/s p99 ${smallTree.baseline.p99} ms | ratio ${smallTree.ratio}`,
-    )
-    figures.small_tree = {
-      rps: smallTree.api.rps,
-      p50_ms: smallTree.api.p50,
-      p99_ms: smallTree.api.p99,
-      baseline_rps: smallTree.baseline.rps,
-      baseline_p99_ms: smallTree.baseline.p99,
-      errors:
-        smallTree.api.errors +
-        smallTree.api.non2xx +
-        smallTree.baseline.errors +
-        smallTree.baseline.non2xx,
-      ratio: smallTree.ratio,
-    }
+    figures.small_tree = report('small_tree', smallTree)
     ratios.push(smallTree.ratio)
 
     // The big tree being written: a new reply stored by the writer's statement, and the API
@@ -486,33 +481,16 @@ async function main(): Promise<void> {
           await new Promise((r) => setTimeout(r, 1000 / LIVE_REPLIES_PER_S))
         }
       })()
-      let live: Awaited<ReturnType<typeof alternate>>
+      let live: Alternated
       try {
-        live = await alternate(
-          () =>
-            load(
-              api.url,
-              () => `/2/conversations/${BIG_ID}?max_results=100&tweet.fields=${FIELDS}`,
-              auth,
-            ),
-          () => load(baseline.url, () => `/?conversation=${BIG_ID}&limit=100`, {}),
-        )
+        live = await firstPages()
       } finally {
         writing = false
         await writer
       }
-      console.log(
-        `live_first_page api ${live.api.rps} req/s p50 ${live.api.p50} ms p99 ${live.api.p99} ms | baseline ${live.baseline.rps} req/s p99 ${live.baseline.p99} ms | ratio ${live.ratio}`,
-      )
       figures.live_first_page = {
         replies_per_s: LIVE_REPLIES_PER_S,
-        rps: live.api.rps,
-        p50_ms: live.api.p50,
-        p99_ms: live.api.p99,
-        baseline_rps: live.baseline.rps,
-        baseline_p99_ms: live.baseline.p99,
-        errors: live.api.errors + live.api.non2xx + live.baseline.errors + live.baseline.non2xx,
-        ratio: live.ratio,
+        ...report('live_first_page', live),
       }
       ratios.push(live.ratio)
     } finally {

@@ -31,7 +31,8 @@ export interface SkeletonChange {
 
 /**
  * A conversation's skeleton kept between versions (docs/api.md §5): a tree read once is brought
- * to a newer version by the rows that changed since, not by reading it whole again.
+ * to a newer version by the rows that changed since, not by reading it whole again. Posts are only
+ * ever stored or replaced, never deleted, so the rows that changed say everything that did.
  *
  * Rows only grow at the end while the skeleton is held: trees built from it keep the row count
  * they were built with, so rows appended later are invisible to them and they stay valid for the
