@@ -36,8 +36,8 @@ export interface SkeletonChange {
  *
  * Rows only grow at the end while the skeleton is held: trees built from it keep the row count
  * they were built with, so rows appended later are invisible to them and they stay valid for the
- * version they were built at. A change to a row already held (likes, a parent) copies the column
- * it touches into a new skeleton instead.
+ * version they were built at. A change to a row already held makes a new skeleton instead: new
+ * likes copy that one column, anything that moves a Post (a parent, a time) rebuilds it whole.
  */
 export class HeldSkeleton implements SkeletonRows {
   /** Row of each id. */
