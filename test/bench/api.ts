@@ -22,6 +22,7 @@ import {
 import {
   combine,
   serveApi,
+  serveBare,
   load,
   startServerChild,
   stopChild,
@@ -133,14 +134,7 @@ async function serveBaseline(): Promise<void> {
       res.end('{}')
     }
   })
-  server.listen(0, '127.0.0.1', () => {
-    const { port } = server.address() as { port: number }
-    process.stdout.write(`listening http://127.0.0.1:${port}\n`)
-  })
-  process.once('SIGTERM', () => {
-    server.close()
-    void pool.end()
-  })
+  serveBare(server, pool)
 }
 
 // ---------------------------------------------------------------- parent: data, load, figures

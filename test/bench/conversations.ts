@@ -39,6 +39,7 @@ import { storeLines } from '@threadline/writer'
 import {
   combine,
   serveApi,
+  serveBare,
   load as loadFor,
   startServerChild,
   stopChild,
@@ -102,14 +103,7 @@ async function serveBaseline(): Promise<void> {
         },
       )
   })
-  server.listen(0, '127.0.0.1', () => {
-    const { port } = server.address() as { port: number }
-    process.stdout.write(`listening http://127.0.0.1:${port}\n`)
-  })
-  process.once('SIGTERM', () => {
-    server.close()
-    void pool.end()
-  })
+  serveBare(server, pool)
 }
 
 // ---------------------------------------------------------------- parent: data, load, figures

@@ -1,6 +1,8 @@
 import { spawn, type ChildProcess } from 'node:child_process'
+import type http from 'node:http'
 import { createInterface } from 'node:readline'
 import autocannon from 'autocannon'
+import type pg from 'pg'
 import { buildServer } from '@threadline/api'
 import { loadConfig } from '@threadline/config'
 import { createDb } from '@threadline/db'
@@ -37,6 +39,21 @@ export async function serveApi(databaseUrl: string, name: string): Promise<void>
   process.stdout.write(`listening ${server.url()}\n`)
   process.once('SIGTERM', () => {
     void deleteByPrefix(redis, prefix).finally(() => server.close())
+  })
+}
+
+/**
+ * A bare baseline server child's body once its handler is made: listens on a free port, prints its
+ * URL for `startServerChild`, and closes with its pool on SIGTERM.
+ */
+export function serveBare(server: http.Server, pool: pg.Pool): void {
+  server.listen(0, '127.0.0.1', () => {
+    const { port } = server.address() as { port: number }
+    process.stdout.write(`listening http://127.0.0.1:${port}\n`)
+  })
+  process.once('SIGTERM', () => {
+    server.close()
+    void pool.end()
   })
 }
 
