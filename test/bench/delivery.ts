@@ -327,13 +327,14 @@ async function main(): Promise<void> {
       LOG_LEVEL: 'warn',
     })
     children.push(delivery.child)
-    const writer = createWriter({
-      db: createDb({ url: env.databaseUrl, poolMax: 4, applicationName: 'bench-writer' }),
-      redis: createRedis(env.redisUrl, 'worker', 'bench-writer'),
-      prefix: env.prefix,
-      logger: silentLogger(),
-      options: benchWriterOptions,
-    })
+    const writer = createWriter(
+      {
+        db: createDb({ url: env.databaseUrl, poolMax: 4, applicationName: 'bench-writer' }),
+        redis: createRedis(env.redisUrl, 'worker', 'bench-writer'),
+        logger: silentLogger(),
+      },
+      { ...benchWriterOptions, prefix: env.prefix },
+    )
 
     const storedIds: string[] = []
     const makePost = () => {

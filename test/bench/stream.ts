@@ -258,13 +258,10 @@ async function main(): Promise<void> {
     API_RATE_LIMITS: 'rules:1000000',
   })
   const writerRedis = createRedis(config.REDIS_URL, 'worker', 'bench-writer')
-  const writer = createWriter({
-    db: createDb({ url: benchUrl, poolMax: 5 }),
-    redis: writerRedis,
-    prefix,
-    logger: silentLogger(),
-    options: benchWriterOptions,
-  })
+  const writer = createWriter(
+    { db: createDb({ url: benchUrl, poolMax: 5 }), redis: writerRedis, logger: silentLogger() },
+    { ...benchWriterOptions, prefix },
+  )
   const committed = new Map<string, number>()
   const streamLatencies: number[] = []
   const streamReaders = await Promise.all(

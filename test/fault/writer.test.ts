@@ -144,13 +144,10 @@ describe('writer under faults', () => {
     const prefix = `${env.prefix}:pgkill`
     const appName = `writer-${env.schema}`
     const db = createDb({ url: env.databaseUrl, poolMax: 4, applicationName: appName })
-    const writer = createWriter({
-      db,
-      redis: createRedis(env.redisUrl, 'worker'),
-      prefix,
-      logger: env.logger,
-      options: { ...testWriterOptions, lockDuration: 5_000, stalledInterval: 1_000 },
-    })
+    const writer = createWriter(
+      { db, redis: createRedis(env.redisUrl, 'worker'), logger: env.logger },
+      { ...testWriterOptions, prefix, lockDuration: 5_000, stalledInterval: 1_000 },
+    )
     env.defer(() => writer.close())
     const { lines, jobs } = await queueConversations(prefix, 4, 1500, 200)
     const counts = createQueue('posts', { connection: env.redis, prefix, logger: env.logger })

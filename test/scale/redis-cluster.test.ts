@@ -137,13 +137,10 @@ describe('Redis Cluster', () => {
     closers.push(() => stored.close())
     await stored.ready
 
-    const writer = createWriter({
-      db,
-      redis: connect('worker', 'writer'),
-      prefix,
-      logger,
-      options: testWriterOptions,
-    })
+    const writer = createWriter(
+      { db, redis: connect('worker', 'writer'), logger },
+      { ...testWriterOptions, prefix },
+    )
     closers.push(() => writer.close())
     await writer.start()
 

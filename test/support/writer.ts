@@ -2,11 +2,16 @@ import { createDb } from '@threadline/db'
 import { createRedis } from '@threadline/redis'
 import type { TestEnv } from '@threadline/testing'
 import { loadConfig } from '@threadline/config'
-import { createWriter, writerOptions, type Writer, type WriterOptions } from '@threadline/writer'
+import {
+  createWriter,
+  writerOptionsFromConfig,
+  type Writer,
+  type WriterOptions,
+} from '@threadline/writer'
 
 /** Production's writer options (the configuration's defaults), with a short shutdown for tests. */
 export const testWriterOptions: WriterOptions = {
-  ...writerOptions(loadConfig({})),
+  ...writerOptionsFromConfig(loadConfig({})),
   shutdownTimeoutMs: 5_000,
 }
 
@@ -21,13 +26,14 @@ export async function startTestWriter(
     options = {},
   }: { redisUrl?: string; options?: Partial<WriterOptions> } = {},
 ): Promise<Writer> {
-  const writer = createWriter({
-    db: createDb({ url: env.databaseUrl, poolMax: 4, applicationName: `${env.schema}-writer` }),
-    redis: createRedis(redisUrl, 'worker', 'test-writer'),
-    prefix: env.prefix,
-    logger: env.logger,
-    options: { ...testWriterOptions, ...options },
-  })
+  const writer = createWriter(
+    {
+      db: createDb({ url: env.databaseUrl, poolMax: 4, applicationName: `${env.schema}-writer` }),
+      redis: createRedis(redisUrl, 'worker', 'test-writer'),
+      logger: env.logger,
+    },
+    { ...testWriterOptions, prefix: env.prefix, ...options },
+  )
   env.defer(() => writer.close())
   await writer.start()
   return writer

@@ -1,9 +1,5 @@
 import type { Config } from '@threadline/config'
-import { openServiceDb } from '@threadline/db'
-import type { Logger } from '@threadline/logger'
-import type { Metrics } from '@threadline/metrics'
-import { createRedis } from '@threadline/redis'
-import { createWriter, type Writer, type WriterOptions } from './writer.js'
+import type { WriterOptions } from './writer.js'
 
 /**
  * BullMQ's job lock: a killed writer's batch is retried once its lock lapses. Long enough that a
@@ -16,12 +12,10 @@ const MAX_STALLED = 20
 /** How often to delete `posts` payloads whose job never came (an add that died half way). */
 const PAYLOAD_SWEEP_MS = 600_000
 
-/**
- * The writer's options: what configuration sets, the constants above for the rest, and `tuning`
- * (tests shorten timings through it).
- */
-export function writerOptions(config: Config, tuning: Partial<WriterOptions> = {}): WriterOptions {
+/** The writer's options: what configuration sets, and the constants above for the rest. */
+export function writerOptionsFromConfig(config: Config): WriterOptions {
   return {
+    prefix: config.REDIS_PREFIX,
     concurrency: config.WRITER_CONCURRENCY,
     lockDuration: LOCK_MS,
     stalledInterval: STALLED_INTERVAL_MS,
@@ -29,33 +23,10 @@ export function writerOptions(config: Config, tuning: Partial<WriterOptions> = {
     streamRetentionMs: config.STORED_STREAM_RETENTION_MS,
     shutdownTimeoutMs: config.SHUTDOWN_TIMEOUT_MS,
     payloadSweepMs: PAYLOAD_SWEEP_MS,
-    ...tuning,
   }
 }
 
-/**
- * Builds a writer and the clients it owns from configuration. Refuses a schema that is behind.
- * `metrics`: the process's registry, when it exports one.
- */
-export async function writerFromConfig(
-  config: Config,
-  logger: Logger,
-  metrics?: Metrics,
-  tuning?: Partial<WriterOptions>,
-): Promise<Writer> {
-  const options = writerOptions(config, tuning)
-  const db = await openServiceDb({
-    url: config.DATABASE_URL,
-    poolMax: Math.max(options.concurrency + 2, 4),
-    applicationName: 'threadline-writer',
-    logger,
-  })
-  return createWriter({
-    db,
-    redis: createRedis(config, 'worker', 'writer'),
-    prefix: config.REDIS_PREFIX,
-    logger,
-    metrics: metrics?.writer(),
-    options,
-  })
+/** Postgres connections a writer needs: one per job in hand, and the relay's and the sweep's. */
+export function writerPoolSize(options: WriterOptions): number {
+  return Math.max(options.concurrency + 2, 4)
 }

@@ -1,2 +1,3 @@
 export * from './writer.js'
 export * from './from-config.js'
+export * from './store-lines.js'

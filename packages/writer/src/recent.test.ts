@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import type { NormalizedBatch, PostRow, UserRow } from '@threadline/domain'
-import { INCLUDED_REFRESH_MS, RecentlyStored } from './recent.js'
+import { INCLUDED_REFRESH_MS } from '@threadline/db'
+import { RecentlyStored } from './recent.js'
 
 const at = (s: number) => new Date(Date.UTC(2026, 10, 1) + s * 1000).toISOString()
 

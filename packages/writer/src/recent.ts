@@ -1,3 +1,4 @@
+import { INCLUDED_REFRESH_MS } from '@threadline/db'
 import type { NormalizedBatch } from '@threadline/domain'
 
 /** What a statement was sent, as `remember` reads it (a NormalizedBatch is one). */
@@ -5,9 +6,6 @@ export interface SentRows {
   posts: ReadonlyArray<{ id: string; observed_at: string }>
   users: ReadonlyArray<{ id: string; observed_at: string; name: string; username: string }>
 }
-
-/** How long a stored copy satisfies an included one: store-batch.ts's INCLUDED_REFRESH. */
-export const INCLUDED_REFRESH_MS = 60_000
 
 /**
  * What this writer process stored lately, so that copies Postgres would skip anyway are not sent.

@@ -5,7 +5,7 @@ import { normalizeLines, type PostRow } from '@threadline/domain'
 import { createTestEnv, type TestEnv } from '@threadline/testing'
 import { generateConversation, prng, shuffle, waitFor } from '@threadline/testing'
 import { RecentlyStored } from './recent.js'
-import { storeLines } from './writer.js'
+import { storeLines } from './store-lines.js'
 
 let env: TestEnv
 beforeAll(async () => {
@@ -162,12 +162,12 @@ describe('storeBatch', () => {
             .executeTakeFirstOrThrow()
         ).like_count
       const at = (s: number) => new Date(Date.UTC(2026, 10, 21, 0, 0, s)).toISOString()
-      await storeLines(env.db, [JSON.stringify({ data: parent(1) })], at(0), 'test', recent)
-      await storeLines(env.db, [reply(1, 5)], at(10), 'test', recent)
+      await storeLines(env.db, [JSON.stringify({ data: parent(1) })], at(0), 'test', { recent })
+      await storeLines(env.db, [reply(1, 5)], at(10), 'test', { recent })
       expect(await likes()).toBe(1) // included copy within the minute: not rewritten
-      await storeLines(env.db, [reply(2, 7)], at(70), 'test', recent)
+      await storeLines(env.db, [reply(2, 7)], at(70), 'test', { recent })
       expect(await likes()).toBe(7) // more than a minute newer: refreshed
-      await storeLines(env.db, [JSON.stringify({ data: parent(9) })], at(71), 'test', recent)
+      await storeLines(env.db, [JSON.stringify({ data: parent(9) })], at(71), 'test', { recent })
       expect(await likes()).toBe(9) // a primary copy always applies
       const conv = await env.db.selectFrom('conversations').selectAll().executeTakeFirstOrThrow()
       expect(conv).toMatchObject({ post_count: 3, reply_count: 2 })
@@ -182,8 +182,8 @@ describe('storeBatch', () => {
         data: { id: '1860000000000000002', text: 'x', author_id: '42' },
         includes: { users: [{ id: '42', name, username: 'someone' }] },
       })
-    await storeLines(env.db, [line('Before')], observed(1), 'test', recent)
-    await storeLines(env.db, [line('After')], observed(2), 'test', recent)
+    await storeLines(env.db, [line('Before')], observed(1), 'test', { recent })
+    await storeLines(env.db, [line('After')], observed(2), 'test', { recent })
     const payloads = (
       await env.db.selectFrom('outbox').select('payload').orderBy('id').execute()
     ).map((r) => r.payload)

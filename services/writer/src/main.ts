@@ -1,14 +1,31 @@
 import { loadConfig } from '@threadline/config'
+import { openServiceDb } from '@threadline/db'
 import { createLogger } from '@threadline/logger'
 import { metricsFromConfig } from '@threadline/metrics'
+import { createRedis } from '@threadline/redis'
 import { runUntilSignal } from '@threadline/runtime'
-import { writerFromConfig } from '@threadline/writer'
+import { createWriter, writerOptionsFromConfig, writerPoolSize } from '@threadline/writer'
 
 const config = loadConfig()
 const logger = createLogger({ level: config.LOG_LEVEL, name: 'writer' })
 try {
   const metrics = metricsFromConfig(config, logger, ['writer'])
-  const writer = await writerFromConfig(config, logger, metrics.metrics)
+  const options = writerOptionsFromConfig(config)
+  const db = await openServiceDb({
+    url: config.DATABASE_URL,
+    poolMax: writerPoolSize(options),
+    applicationName: 'threadline-writer',
+    logger,
+  })
+  const writer = createWriter(
+    {
+      db,
+      redis: createRedis(config, 'worker', 'writer'),
+      logger,
+      metrics: metrics.metrics.writer(),
+    },
+    options,
+  )
   await runUntilSignal([metrics, writer], logger, config.SHUTDOWN_TIMEOUT_MS)
 } catch (err) {
   logger.fatal({ err }, 'writer failed to start')

@@ -10,7 +10,7 @@ import {
 import { closeRedis, createRedis, deleteByPrefix } from '@threadline/redis'
 import { resolveTestServices, type TestServices } from '@threadline/testing'
 import { loadConfig } from '@threadline/config'
-import { writerOptions, type WriterOptions } from '@threadline/writer'
+import { writerOptionsFromConfig, type WriterOptions } from '@threadline/writer'
 
 export interface BenchEnv {
   services: TestServices
@@ -58,7 +58,7 @@ export const log = (line: string) => process.stderr.write(`${line}\n`)
  * bench measures latency from commit), a quick shutdown and a relay every second.
  */
 export const benchWriterOptions: WriterOptions = {
-  ...writerOptions(loadConfig({})),
+  ...writerOptionsFromConfig(loadConfig({})),
   concurrency: 1,
   maxStalledCount: 5,
   shutdownTimeoutMs: 5_000,

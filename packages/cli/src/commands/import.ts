@@ -15,9 +15,10 @@ import {
   POSTS_BATCH_MAX_LINES,
 } from '@threadline/queue'
 import { closeRedis, createRedis } from '@threadline/redis'
-import { writerFromConfig } from '@threadline/writer'
+import type { Writer } from '@threadline/writer'
 import { reachRedis } from '../failure.js'
 import { err, out, Progress, UsageError } from '../output.js'
+import { composeWriter } from '../writer.js'
 
 export interface ImportSummary {
   files: number
@@ -96,7 +97,7 @@ export async function importFiles(
       `stored ${summary.inserted} Posts, ${summary.rejected} rejected`,
     )
   })
-  let writer: Awaited<ReturnType<typeof writerFromConfig>> | undefined
+  let writer: Writer | undefined
   try {
     if (options.wait) await tracker.ready()
     let readBytes = 0
@@ -141,7 +142,7 @@ export async function importFiles(
     if (!options.wait) return summary
     if ((await queue.getWorkersCount()) === 0) {
       err('no writer is consuming the queue; running one in this process')
-      writer = await writerFromConfig(config, logger)
+      writer = await composeWriter(config, logger)
       await writer.start()
     }
     await tracker.wait()

@@ -10,7 +10,7 @@ import { createRedis } from '@threadline/redis'
 import { withDeadline } from '@threadline/runtime'
 import { createSimulator } from '@threadline/simulator'
 import { createTestEnv, generateConversation, waitFor, type TestEnv } from '@threadline/testing'
-import { writerFromConfig } from '@threadline/writer'
+import { composeWriter } from '../writer.js'
 
 /**
  * The roles' metrics as a process exports them (the wiring of `threadline start`): a writer and the
@@ -70,7 +70,7 @@ describe('metrics of a writer and an API in one process', () => {
     })
     await processMetrics.start()
     env.defer(() => processMetrics.close())
-    const writer = await writerFromConfig(config, env.logger, processMetrics.metrics)
+    const writer = await composeWriter(config, env.logger, processMetrics.metrics)
     env.defer(() => writer.close())
     await writer.start()
     api = await apiFromConfig(config, env.logger, processMetrics.metrics)

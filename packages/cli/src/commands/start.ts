@@ -9,9 +9,10 @@ import { createQueue } from '@threadline/queue'
 import { closeRedis, createRedis } from '@threadline/redis'
 import { runUntilSignal, type Service } from '@threadline/runtime'
 import { simulatorFromConfig, type Simulator, type SimulatorTuning } from '@threadline/simulator'
-import { writerFromConfig, type WriterOptions } from '@threadline/writer'
+import type { WriterOptions } from '@threadline/writer'
 import { err, UsageError } from '../output.js'
 import type { Terminal } from '../terminal.js'
+import { composeWriter } from '../writer.js'
 import { migrate } from './migrate.js'
 
 /**
@@ -54,7 +55,7 @@ export const ROLES: Record<string, RoleFactory> = {
       ctx.metrics,
     ),
   writer: (config, logger, ctx) =>
-    writerFromConfig(config, logger.child({ role: 'writer' }), ctx.metrics, ctx.tuning.writer),
+    composeWriter(config, logger.child({ role: 'writer' }), ctx.metrics, ctx.tuning.writer),
   delivery: (config, logger, ctx) =>
     deliveryFromConfig(
       config,

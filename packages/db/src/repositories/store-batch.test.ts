@@ -43,19 +43,19 @@ describe('storeBatch parameters', () => {
             const posts = postsParams(batch.posts)
             // Row i of each parameter is row i of the batch.
             expect(JSON.parse(posts.raw)).toEqual(batch.posts.map((p) => plain(p.raw)))
-            expect(JSON.parse(posts.rest)).toEqual(
+            expect(JSON.parse(posts.derived)).toEqual(
               batch.posts.map((p) => ({
-                t: p.search_terms,
-                c: p.created_at,
-                p: p.in_reply_to_post_id,
-                ...(quoted && p.id === '20' ? { q: [{ type: 'quoted', id: '11' }] } : {}),
-                o: p.observed_at,
-                i: p.included,
+                search_terms: p.search_terms,
+                created_at: p.created_at,
+                in_reply_to_post_id: p.in_reply_to_post_id,
+                ...(quoted && p.id === '20' ? { quotes: [{ type: 'quoted', id: '11' }] } : {}),
+                observed_at: p.observed_at,
+                included: p.included,
               })),
             )
             const users = usersParams(batch.users)
             expect(JSON.parse(users.raw)).toEqual(batch.users.map((u) => plain(u.raw)))
-            expect(users.observed).toEqual(batch.users.map((u) => u.observed_at))
+            expect(users.observed_at).toEqual(batch.users.map((u) => u.observed_at))
           },
         ),
       )

@@ -2,12 +2,21 @@ import type { NormalizedBatch, PostRow, UserRow } from '@threadline/domain'
 import { queryRows, type Db } from '../connect.js'
 import type { OutboxPayload } from '../tables/index.js'
 
+/**
+ * How long a stored copy of a Post or user stands against a newer copy that brings no news (a Post
+ * seen only in another's includes, a user under the same name): within it the stored row is left
+ * alone, or a viral root would be rewritten (tuple, indexes, GIN) by every reply and its row lock
+ * serialise the writers. Primary Posts and renamed users always apply.
+ */
+export const INCLUDED_REFRESH_MS = 60_000
+
 export interface StoreResult {
   /** Posts stored for the first time. */
   inserted: number
   /** Posts already stored, replaced by a newer copy. */
   updated: number
   users: number
+  /** Rejects newly kept (a batch stored again keeps none twice). */
   rejects: number
   /**
    * The outbox row this statement wrote (none when it stored nothing new), so the writer can
@@ -16,27 +25,36 @@ export interface StoreResult {
   outbox: Array<{ id: string; payload: OutboxPayload }>
 }
 
+/** What normalizing derived from a Post that its upstream object does not hold as such. */
+interface DerivedPostFields {
+  search_terms: string[]
+  /** Normalized, or taken from the id when the object has none. */
+  created_at: string
+  in_reply_to_post_id: string | null
+  /** Its quotes and retweets (omitted when none): replies are `in_reply_to_post_id`. */
+  quotes?: Array<{ type: string; id: string }>
+  observed_at: string
+  included: boolean
+}
+
 /**
- * The Posts as the statement reads them: `raw`, a JSON array of the rows' objects, and `rest`, a
- * JSON array of what `raw` does not hold (element i of each is row i). The statement reads every
- * other column out of `raw`, where normalizeLines validated it. Keys of `rest`: `t` the search
- * terms, `c` created_at (normalized, or from the id when `raw` has none), `p` in_reply_to_post_id,
- * `q` the quotes and retweets of referenced_tweets (omitted when none), `o` observed_at, `i`
- * included.
+ * The Posts as the statement reads them: `raw`, a JSON array of the upstream objects, and
+ * `derived`, a JSON array of what normalizing derived (element i of each is Post i). The statement
+ * reads every other column out of `raw`, where normalizeLines validated it.
  */
-export function postsParams(rows: readonly PostRow[]): { raw: string; rest: string } {
+export function postsParams(rows: readonly PostRow[]): { raw: string; derived: string } {
   return {
     raw: JSON.stringify(rows.map((p) => p.raw)),
-    rest: JSON.stringify(
-      rows.map((p) => {
+    derived: JSON.stringify(
+      rows.map((p): DerivedPostFields => {
         const quotes = p.refs.filter((r) => r.type !== 'replied_to')
         return {
-          t: p.search_terms,
-          c: p.created_at,
-          p: p.in_reply_to_post_id,
-          ...(quotes.length > 0 ? { q: quotes } : {}),
-          o: p.observed_at,
-          i: p.included,
+          search_terms: p.search_terms,
+          created_at: p.created_at,
+          in_reply_to_post_id: p.in_reply_to_post_id,
+          ...(quotes.length > 0 ? { quotes } : {}),
+          observed_at: p.observed_at,
+          included: p.included,
         }
       }),
     ),
@@ -44,93 +62,95 @@ export function postsParams(rows: readonly PostRow[]): { raw: string; rest: stri
 }
 
 /** Users as the statement reads them: raw (id, name and username are read out of it), observed_at. */
-export function usersParams(rows: readonly UserRow[]): { raw: string; observed: string[] } {
+export function usersParams(rows: readonly UserRow[]): { raw: string; observed_at: string[] } {
   return {
     raw: JSON.stringify(rows.map((u) => u.raw)),
-    observed: rows.map((u) => u.observed_at),
+    observed_at: rows.map((u) => u.observed_at),
   }
 }
 
-/** $1–$2 postsParams, $3–$4 usersParams, $5 the rejects (jsonb), $6 their source. */
+/**
+ * $1–$2 postsParams, $3–$4 usersParams, $5 the rejects (jsonb), $6 their source, $7 the batch id
+ * (null: none), $8 INCLUDED_REFRESH_MS as an interval. Steps: users → posts → references →
+ * conversation counters → rejects → outbox.
+ */
 const STORE_BATCH = `
   WITH
-  -- Element i of $1 is row i of $2 (see postsParams). Materialized: p_in and refs both read it.
-  p_rows AS MATERIALIZED (
-    SELECT r, t, c, p, q, o, i
+  -- Element i of $1 is Post i of $2. Materialized: posts_in and references_added both read it.
+  post_input AS MATERIALIZED (
+    SELECT *
     FROM ROWS FROM (jsonb_array_elements($1::jsonb), jsonb_to_recordset($2::jsonb)
-        AS (t text[], c timestamptz, p bigint, q jsonb, o timestamptz, i boolean))
-      AS x(r, t, c, p, q, o, i)
+        AS (search_terms text[], created_at timestamptz, in_reply_to_post_id bigint, quotes jsonb,
+            observed_at timestamptz, included boolean))
+      AS x(raw, search_terms, created_at, in_reply_to_post_id, quotes, observed_at, included)
   ),
-  u_rows AS (
-    SELECT r, o FROM ROWS FROM (jsonb_array_elements($3::jsonb), unnest($4::timestamptz[])) AS x(r, o)
+
+  -- 1. Users.
+  users_in AS (
+    SELECT (raw->>'id')::bigint AS id, raw->>'name' AS name, raw->>'username' AS username,
+      raw, observed_at
+    FROM ROWS FROM (jsonb_array_elements($3::jsonb), unnest($4::timestamptz[]))
+      AS x(raw, observed_at)
   ),
-  p_in AS (
-    SELECT (r->>'id')::bigint AS id, (r->>'conversation_id')::bigint AS conversation_id,
-      (r->>'author_id')::bigint AS author_id,
-      (r->>'in_reply_to_user_id')::bigint AS in_reply_to_user_id, p AS in_reply_to_post_id,
-      r->>'text' AS text, c AS created_at, r->>'lang' AS lang,
-      -- Validated as integers; via numeric, since JSON may write one as 25.0.
-      (r->'public_metrics'->>'retweet_count')::numeric::integer AS retweet_count,
-      (r->'public_metrics'->>'reply_count')::numeric::integer AS reply_count,
-      (r->'public_metrics'->>'like_count')::numeric::integer AS like_count,
-      (r->'public_metrics'->>'quote_count')::numeric::integer AS quote_count,
-      (r->'public_metrics'->>'bookmark_count')::numeric::integer AS bookmark_count,
-      (r->'public_metrics'->>'impression_count')::numeric::bigint AS impression_count,
-      t AS search_terms, r AS raw, o AS observed_at, i AS included
-    FROM p_rows
-  ),
-  -- A copy seen only in includes.tweets (a reply carries its parent, a quote the quoted Post) is
-  -- a metrics refresh: it replaces a stored row at most once a minute, or a viral
-  -- root would be rewritten (tuple, indexes, GIN) by every reply and its row lock serialise the
-  -- writers. Primary copies always apply.
-  p_eff AS (
-    SELECT i.* FROM p_in i
-    WHERE NOT i.included OR NOT EXISTS (
-      SELECT 1 FROM posts s
-      WHERE s.id = i.id AND s.observed_at >= i.observed_at - interval '60 seconds')
-  ),
-  u_in AS (
-    SELECT (r->>'id')::bigint AS id, r->>'name' AS name, r->>'username' AS username,
-      r AS raw, o AS observed_at
-    FROM u_rows
-  ),
-  u_old AS (
+  users_before AS (
     SELECT u.id, u.name, u.username, u.observed_at FROM users u
-    WHERE u.id IN (SELECT id FROM u_in)
+    WHERE u.id IN (SELECT id FROM users_in)
   ),
-  -- Only the users the upsert below would change. ON CONFLICT DO UPDATE locks a conflicting row
-  -- before it reads its WHERE, so a stored user it left alone still got a row lock (a tuple
-  -- write, a WAL record), and a concurrent batch carrying the same user waited for this one to
-  -- commit. Read on this statement's snapshot: a user that another batch changes meanwhile ends
-  -- as it would have had that batch committed after this one, and its next copy applies.
-  u_eff AS (
-    SELECT n.* FROM u_in n LEFT JOIN u_old o ON o.id = n.id
+  -- Only the users this batch changes: new ones, renamed ones, and stored copies older than the
+  -- refresh interval. ON CONFLICT DO UPDATE locks a conflicting row before it reads its WHERE, so
+  -- a user left alone there would still get a row lock (a tuple write, a WAL record) and make a
+  -- concurrent batch carrying it wait. Read on this statement's snapshot: a user that another
+  -- batch changes meanwhile ends as if that batch had committed after this one.
+  users_to_write AS (
+    SELECT n.* FROM users_in n LEFT JOIN users_before o ON o.id = n.id
     WHERE o.id IS NULL OR (o.observed_at < n.observed_at AND (
       o.name <> n.name OR o.username <> n.username
-      OR o.observed_at < n.observed_at - interval '60 seconds'))
+      OR o.observed_at < n.observed_at - $8::interval))
   ),
-  u_up AS (
+  users_written AS (
     INSERT INTO users AS u (id, name, username, raw, observed_at)
-    SELECT id, name, username, raw, observed_at FROM u_eff ORDER BY id
+    SELECT id, name, username, raw, observed_at FROM users_to_write ORDER BY id
     ON CONFLICT (id) DO UPDATE SET
       name = excluded.name, username = excluded.username, raw = excluded.raw,
       observed_at = excluded.observed_at, updated_at = now()
-    -- Users come in every line's includes: refresh a stored one at most once a
-    -- minute, except that a new name or username applies at once (profile events).
-    WHERE u.observed_at < excluded.observed_at AND (
-      u.name <> excluded.name OR u.username <> excluded.username
-      OR u.observed_at < excluded.observed_at - interval '60 seconds')
+    WHERE u.observed_at < excluded.observed_at
     RETURNING u.id, u.name, u.username, (xmax = 0) AS inserted
   ),
-  p_up AS (
+
+  -- 2. Posts.
+  posts_in AS (
+    SELECT (raw->>'id')::bigint AS id, (raw->>'conversation_id')::bigint AS conversation_id,
+      (raw->>'author_id')::bigint AS author_id,
+      (raw->>'in_reply_to_user_id')::bigint AS in_reply_to_user_id, in_reply_to_post_id,
+      raw->>'text' AS text, created_at, raw->>'lang' AS lang,
+      -- Validated as integers; via numeric, since JSON may write one as 25.0.
+      (raw->'public_metrics'->>'retweet_count')::numeric::integer AS retweet_count,
+      (raw->'public_metrics'->>'reply_count')::numeric::integer AS reply_count,
+      (raw->'public_metrics'->>'like_count')::numeric::integer AS like_count,
+      (raw->'public_metrics'->>'quote_count')::numeric::integer AS quote_count,
+      (raw->'public_metrics'->>'bookmark_count')::numeric::integer AS bookmark_count,
+      (raw->'public_metrics'->>'impression_count')::numeric::bigint AS impression_count,
+      coalesce(search_terms, '{}') AS search_terms, raw, observed_at, included
+    FROM post_input
+  ),
+  -- A copy seen only in another Post's includes is a metrics refresh: it replaces a stored row
+  -- only past the refresh interval. Primary copies always apply.
+  posts_to_write AS (
+    SELECT n.* FROM posts_in n
+    WHERE NOT n.included OR NOT EXISTS (
+      SELECT 1 FROM posts s WHERE s.id = n.id AND s.observed_at >= n.observed_at - $8::interval)
+  ),
+  posts_written AS (
     INSERT INTO posts AS p (
       id, conversation_id, author_id, in_reply_to_user_id, in_reply_to_post_id, text,
       created_at, lang, retweet_count, reply_count, like_count, quote_count, bookmark_count,
-      impression_count, search_terms, raw, observed_at, stored_xid)
+      impression_count, search_terms, raw, observed_at,
+      stored_xid)
     SELECT id, conversation_id, author_id, in_reply_to_user_id, in_reply_to_post_id, text,
       created_at, lang, retweet_count, reply_count, like_count, quote_count, bookmark_count,
-      impression_count, coalesce(search_terms, '{}'), raw, observed_at, pg_current_xact_id()
-    FROM p_eff ORDER BY id
+      impression_count, search_terms, raw, observed_at,
+      pg_current_xact_id()
+    FROM posts_to_write ORDER BY id
     ON CONFLICT (id) DO UPDATE SET
       conversation_id = coalesce(excluded.conversation_id, p.conversation_id),
       author_id = coalesce(excluded.author_id, p.author_id),
@@ -142,25 +162,28 @@ const STORE_BATCH = `
       like_count = excluded.like_count, quote_count = excluded.quote_count,
       bookmark_count = excluded.bookmark_count, impression_count = excluded.impression_count,
       search_terms = excluded.search_terms, raw = excluded.raw,
-      observed_at = excluded.observed_at, stored_xid = excluded.stored_xid, updated_at = now()
+      observed_at = excluded.observed_at, updated_at = now(),
+      stored_xid = excluded.stored_xid
     WHERE p.observed_at < excluded.observed_at
     RETURNING p.id, p.conversation_id, p.in_reply_to_post_id, p.created_at, (xmax = 0) AS inserted
   ),
-  new_posts AS (SELECT * FROM p_up WHERE inserted),
-  -- Quotes and retweets only (postsParams' q): a reply's parent is posts.in_reply_to_post_id
-  -- (indexed), so replied_to references get no row. Read from p_rows, so that p_in has one reader
-  -- and is not materialized.
-  refs AS (
+  posts_new AS (SELECT * FROM posts_written WHERE inserted),
+
+  -- 3. References: quotes and retweets only, since a reply's parent is posts.in_reply_to_post_id
+  -- (indexed). Read from post_input, so that posts_in has one reader and is not materialized.
+  references_added AS (
     INSERT INTO post_references (post_id, type, referenced_id)
-    SELECT (x.r->>'id')::bigint, q.type, q.id::bigint
-    FROM p_rows x CROSS JOIN LATERAL jsonb_to_recordset(x.q) AS q(type text, id text)
+    SELECT (x.raw->>'id')::bigint, q.type, q.id::bigint
+    FROM post_input x CROSS JOIN LATERAL jsonb_to_recordset(x.quotes) AS q(type text, id text)
     ORDER BY 1, 2, 3
     ON CONFLICT DO NOTHING
   ),
-  -- Counters grow by the Posts newly inserted; version by every Post stored or replaced (a
-  -- replaced copy may bring likes, a parent or the root's reply count), so a tree a reader built
-  -- at one version stands until the next (docs/api.md §5).
-  conv AS (
+
+  -- 4. Conversation counters grow by the Posts newly inserted (xmax = 0), so a batch stored again
+  -- changes none; version by every Post stored or replaced (a replaced copy may bring likes, a
+  -- parent or the root's reply count), so a tree a reader built at one version stands until the
+  -- next (docs/api.md §5). Root, first and last are coalesce/least/greatest: order-free.
+  conversations_counted AS (
     INSERT INTO conversations AS c (
       id, root_post_id, post_count, reply_count, first_created_at, last_created_at, version)
     SELECT conversation_id,
@@ -168,7 +191,7 @@ const STORE_BATCH = `
       count(*) FILTER (WHERE inserted),
       count(*) FILTER (WHERE inserted AND in_reply_to_post_id IS NOT NULL),
       min(created_at), max(created_at), 1
-    FROM p_up WHERE conversation_id IS NOT NULL
+    FROM posts_written WHERE conversation_id IS NOT NULL
     GROUP BY conversation_id ORDER BY conversation_id
     ON CONFLICT (id) DO UPDATE SET
       root_post_id = coalesce(c.root_post_id, excluded.root_post_id),
@@ -179,53 +202,64 @@ const STORE_BATCH = `
       version = c.version + 1,
       updated_at = now()
   ),
-  rej AS (
-    INSERT INTO ingest_rejects (source, reason, raw)
-    SELECT $6, reason, raw FROM jsonb_to_recordset($5::jsonb) AS x(reason text, raw text)
+
+  -- 5. Rejects, once per batch: a job retried after its batch committed keeps none twice.
+  rejects_kept AS (
+    INSERT INTO ingest_rejects (source, batch_id, reason, raw)
+    SELECT $6, $7, reason, raw FROM jsonb_to_recordset($5::jsonb) AS x(reason text, raw text)
+    ON CONFLICT (batch_id, md5(reason), md5(raw)) DO NOTHING
+    RETURNING 1
   ),
+
+  -- 6. The outbox: what this statement newly stored or changed, hence nothing for a batch stored
+  -- again.
   user_changes AS (
     SELECT n.id, o.name AS old_name, o.username AS old_username, n.name, n.username
-    FROM u_up n JOIN u_old o ON o.id = n.id
+    FROM users_written n JOIN users_before o ON o.id = n.id
     WHERE NOT n.inserted AND (n.name <> o.name OR n.username <> o.username)
   ),
-  ob AS (
+  outbox_written AS (
     INSERT INTO outbox (payload)
     SELECT jsonb_build_object(
-      'post_ids', coalesce((SELECT jsonb_agg(id::text ORDER BY id) FROM new_posts), '[]'::jsonb),
+      'post_ids', coalesce((SELECT jsonb_agg(id::text ORDER BY id) FROM posts_new), '[]'::jsonb),
       'user_changes', coalesce((SELECT jsonb_agg(jsonb_build_object(
           'id', id::text,
           'before', jsonb_build_object('name', old_name, 'username', old_username),
           'after', jsonb_build_object('name', name, 'username', username)) ORDER BY id)
         FROM user_changes), '[]'::jsonb))
-    WHERE EXISTS (SELECT 1 FROM new_posts) OR EXISTS (SELECT 1 FROM user_changes)
+    WHERE EXISTS (SELECT 1 FROM posts_new) OR EXISTS (SELECT 1 FROM user_changes)
     RETURNING id, payload
   )
   SELECT
-    (SELECT id::text FROM ob) AS outbox_id,
-    (SELECT payload FROM ob) AS outbox_payload,
-    (SELECT count(*) FROM new_posts) AS inserted,
-    (SELECT count(*) FROM p_up WHERE NOT inserted) AS updated,
-    (SELECT count(*) FROM u_up) AS users,
-    jsonb_array_length($5::jsonb) AS rejects
+    (SELECT id::text FROM outbox_written) AS outbox_id,
+    (SELECT payload FROM outbox_written) AS outbox_payload,
+    (SELECT count(*) FROM posts_new) AS inserted,
+    (SELECT count(*) FROM posts_written WHERE NOT inserted) AS updated,
+    (SELECT count(*) FROM users_written) AS users,
+    (SELECT count(*) FROM rejects_kept) AS rejects
 `
+
+const REFRESH_INTERVAL = `${INCLUDED_REFRESH_MS} milliseconds`
 
 /**
  * Stores a normalized batch in one statement (hence one transaction): users, Posts, references,
  * conversation counters, rejects and the outbox row. Each input set travels as a few array or
  * jsonb parameters (postsParams, usersParams), so the cost is one round trip whatever the batch size.
  *
- * Idempotent and order-free:
- * - a Post is inserted once (ON CONFLICT); only a copy observed later replaces its columns;
- * - conversation counters grow only by the Posts this statement newly inserted (xmax = 0 marks an
- *   inserted row in RETURNING), so a redelivered batch changes nothing;
- * - root, first and last times are coalesce/least/greatest, so arrival order does not matter.
- * Rows are fed in id order so concurrent batches lock shared rows in the same order.
+ * Idempotent and order-free: a Post is inserted once (ON CONFLICT) and only a copy observed later
+ * replaces its columns; counters and the outbox follow only what this statement newly inserted or
+ * changed; a reject is kept once per `batchId` (rejects of calls without one are all kept). Rows
+ * are fed in id order so concurrent batches lock shared rows in the same order.
  *
- * A copy seen only in includes refreshes a stored Post or user at most once a minute (see p_eff
- * and u_eff). Its text never changes (every input is a parameter), so it runs as a named prepared
- * statement: a writer parses and plans it once per connection, not once per batch.
+ * Its text never changes (every input is a parameter), so it runs as a named prepared statement:
+ * a writer parses and plans it once per connection, not once per batch.
  */
-export function storeBatch(db: Db, batch: NormalizedBatch, source: string): Promise<StoreResult> {
+export function storeBatch(
+  db: Db,
+  batch: NormalizedBatch,
+  source: string,
+  batchId?: string,
+): Promise<StoreResult> {
   if (batch.posts.length === 0 && batch.users.length === 0 && batch.rejects.length === 0) {
     return Promise.resolve({ inserted: 0, updated: 0, users: 0, rejects: 0, outbox: [] })
   }
@@ -233,7 +267,16 @@ export function storeBatch(db: Db, batch: NormalizedBatch, source: string): Prom
   const users = usersParams(batch.users)
   const rejects = JSON.stringify(batch.rejects)
   // Only the parameters are kept while Postgres works, not the batch's objects (see storeLines).
-  return runStore(db, [posts.raw, posts.rest, users.raw, users.observed, rejects, source])
+  return runStore(db, [
+    posts.raw,
+    posts.derived,
+    users.raw,
+    users.observed_at,
+    rejects,
+    source,
+    batchId ?? null,
+    REFRESH_INTERVAL,
+  ])
 }
 
 async function runStore(db: Db, values: readonly unknown[]): Promise<StoreResult> {
@@ -243,7 +286,7 @@ async function runStore(db: Db, values: readonly unknown[]): Promise<StoreResult
     inserted: string
     updated: string
     users: string
-    rejects: number
+    rejects: string
   }>(db, STORE_BATCH, values, { prepare: true })
   return {
     inserted: Number(row!.inserted),

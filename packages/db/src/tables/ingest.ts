@@ -4,6 +4,8 @@ import type { Json, GeneratedTimestamp } from './columns.js'
 export interface IngestRejectsTable {
   id: GeneratedAlways<string>
   source: string
+  /** The `posts` job the reject came from; null for rejects stored outside a job. */
+  batch_id: string | null
   reason: string
   raw: string
   created_at: GeneratedTimestamp
