@@ -1,7 +1,12 @@
 import type { Config } from '@threadline/config'
 import { addRules, createDb, demoApp, sql } from '@threadline/db'
 import { apiFromConfig, type ApiTuning } from '@threadline/api'
-import { deliveryFromConfig, type DeliveryOptions } from '@threadline/delivery'
+import {
+  createDelivery,
+  deliveryDepsFromConfig,
+  deliveryOptionsFromConfig,
+  type DeliveryOptions,
+} from '@threadline/delivery'
 import { ingestFromConfig, type IngestOptions } from '@threadline/ingest'
 import type { Logger } from '@threadline/logger'
 import { metricsFromConfig, type Metrics } from '@threadline/metrics'
@@ -55,12 +60,10 @@ export const ROLES: Record<string, RoleFactory> = {
     ),
   writer: (config, logger, ctx) =>
     writerFromConfig(config, logger.child({ role: 'writer' }), ctx.metrics, ctx.tuning.writer),
-  delivery: (config, logger, ctx) =>
-    deliveryFromConfig(
-      config,
-      logger.child({ role: 'delivery' }),
-      ctx.metrics,
-      ctx.tuning.delivery,
+  delivery: async (config, logger, ctx) =>
+    createDelivery(
+      await deliveryDepsFromConfig(config, logger.child({ role: 'delivery' }), ctx.metrics),
+      { ...deliveryOptionsFromConfig(config), ...ctx.tuning.delivery },
     ),
 }
 
