@@ -26,7 +26,10 @@ export async function startStreamServer(
 ): Promise<StreamServer> {
   const db = createDb({ url: env.databaseUrl, poolMax: 5 })
   const redis = createRedis(env.redisUrl, 'producer', 'api-stream-test')
-  const server = buildServer({ db, redis, logger: env.logger, options: testOptions(env) })
+  const server = buildServer(
+    { db, redis, logger: env.logger, tokenSecrets: { current: 'test-secret' } },
+    testOptions(env),
+  )
   const stream = registerFilteredStream(server.app, {
     db,
     redis,

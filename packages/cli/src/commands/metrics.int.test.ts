@@ -1,6 +1,6 @@
 import { createServer } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { apiFromConfig, type ApiServer } from '@threadline/api'
+import { apiDepsFromConfig, apiOptionsFromConfig, createApi, type ApiServer } from '@threadline/api'
 import { loadConfig } from '@threadline/config'
 import { addRules, createApp, sql } from '@threadline/db'
 import { createMetrics, createQueueSampler, metricsFromConfig } from '@threadline/metrics'
@@ -73,7 +73,10 @@ describe('metrics of a writer and an API in one process', () => {
     const writer = await writerFromConfig(config, env.logger, processMetrics.metrics)
     env.defer(() => writer.close())
     await writer.start()
-    api = await apiFromConfig(config, env.logger, processMetrics.metrics)
+    api = createApi(
+      await apiDepsFromConfig(config, env.logger, processMetrics.metrics),
+      apiOptionsFromConfig(config),
+    )
     env.defer(() => api.close())
     await api.start()
     token = (await createApp(env.db, 'metrics')).bearer_token

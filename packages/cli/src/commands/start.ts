@@ -1,6 +1,12 @@
 import type { Config } from '@threadline/config'
 import { addRules, createDb, demoApp, sql } from '@threadline/db'
-import { apiFromConfig, type ApiTuning } from '@threadline/api'
+import {
+  apiDepsFromConfig,
+  apiOptionsFromConfig,
+  createApi,
+  withApiOverrides,
+  type ApiOverrides,
+} from '@threadline/api'
 import {
   createDelivery,
   deliveryDepsFromConfig,
@@ -13,7 +19,13 @@ import { metricsFromConfig, type Metrics } from '@threadline/metrics'
 import { createQueue } from '@threadline/queue'
 import { closeRedis, createRedis } from '@threadline/redis'
 import { runUntilSignal, type Service } from '@threadline/runtime'
-import { simulatorFromConfig, type Simulator, type SimulatorTuning } from '@threadline/simulator'
+import {
+  createSimulator,
+  simulatorOptionsFromConfig,
+  withSimulatorOverrides,
+  type Simulator,
+  type SimulatorOverrides,
+} from '@threadline/simulator'
 import { writerFromConfig, type WriterOptions } from '@threadline/writer'
 import { err, UsageError } from '../output.js'
 import type { Terminal } from '../terminal.js'
@@ -24,11 +36,11 @@ import { migrate } from './migrate.js'
  * constants in production (a writer's job lock, the ingest's reconnect steps, …).
  */
 export interface RoleTuning {
-  api?: ApiTuning
+  api?: ApiOverrides
   ingest?: Partial<IngestOptions>
   writer?: Partial<WriterOptions>
   delivery?: Partial<DeliveryOptions>
-  simulator?: SimulatorTuning
+  simulator?: SimulatorOverrides
   metrics?: { queueSampleMs?: number }
 }
 
@@ -44,8 +56,11 @@ type RoleFactory = (config: Config, logger: Logger, ctx: RoleContext) => Promise
 
 /** Every role `threadline start` can run; one codebase, several deployables. */
 export const ROLES: Record<string, RoleFactory> = {
-  api: (config, logger, ctx) =>
-    apiFromConfig(config, logger.child({ role: 'api' }), ctx.metrics, ctx.tuning.api),
+  api: async (config, logger, ctx) =>
+    createApi(
+      await apiDepsFromConfig(config, logger.child({ role: 'api' }), ctx.metrics),
+      withApiOverrides(apiOptionsFromConfig(config), ctx.tuning.api ?? {}),
+    ),
   ingest: (config, logger, ctx) =>
     ingestFromConfig(
       config,
@@ -198,11 +213,10 @@ export async function start(
   const needsSimulator =
     options.simulate || (options.roles.includes('ingest') && !config.UPSTREAM_URL)
   if (needsSimulator) {
-    ctx.simulator = simulatorFromConfig(
-      config,
-      logger.child({ role: 'simulator' }),
-      tuning.simulator,
-    )
+    ctx.simulator = createSimulator({
+      ...withSimulatorOverrides(simulatorOptionsFromConfig(config), tuning.simulator ?? {}),
+      logger: logger.child({ role: 'simulator' }),
+    })
     // The simulator must listen before the ingest connects to it.
     await ctx.simulator.start()
     services.push({ start: async () => {}, close: () => ctx.simulator!.close() })
