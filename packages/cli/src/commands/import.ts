@@ -8,7 +8,9 @@ import type { Logger } from '@threadline/logger'
 import {
   addPostsBatch,
   createQueue,
-  JobTracker,
+  watchJobs,
+  type JobOutcome,
+  type JobWatch,
   type PostsJob,
   type PostsJobResult,
   POSTS_BATCH_MAX_BYTES,
@@ -82,7 +84,8 @@ export async function importFiles(
   }
   const progress = new Progress()
   let finished = 0
-  const tracker = new JobTracker<PostsJobResult>(queue, redis, (o) => {
+  const outcomes: Array<Promise<void>> = []
+  const counted = (o: JobOutcome<PostsJobResult>) => {
     finished += 1
     if (o.result) {
       summary.inserted += o.result.inserted
@@ -95,10 +98,11 @@ export async function importFiles(
       finished / Math.max(summary.jobs, 1),
       `stored ${summary.inserted} Posts, ${summary.rejected} rejected`,
     )
-  })
+  }
+  let watch: JobWatch<PostsJobResult> | undefined
   let writer: Awaited<ReturnType<typeof writerFromConfig>> | undefined
   try {
-    if (options.wait) await tracker.ready()
+    if (options.wait) watch = await watchJobs(queue, 'posts', config.REDIS_PREFIX, redis)
     let readBytes = 0
     // Each job's observation time is a millisecond later than the previous one, so when a file
     // holds the same Post twice the later line is the copy that stays.
@@ -116,7 +120,7 @@ export async function importFiles(
           observed_at: observedAt,
           lines: batch,
         })
-        if (options.wait) tracker.follow(job.id!)
+        if (watch) outcomes.push(watch.outcome(job.id!).then(counted))
         summary.jobs += 1
         batch = []
         batchBytes = 0
@@ -144,11 +148,11 @@ export async function importFiles(
       writer = await writerFromConfig(config, logger)
       await writer.start()
     }
-    await tracker.wait()
+    await Promise.all(outcomes)
     progress.done()
     return summary
   } finally {
-    await tracker.close()
+    await watch?.close()
     await writer?.close()
     await queue.close()
     await closeRedis(redis)
