@@ -8,7 +8,7 @@ import {
 } from '@threadline/api'
 import { createTestEnv, waitFor, type TestEnv } from '@threadline/testing'
 import type { Writer } from '@threadline/writer'
-import { assertXSchema } from '../../packages/api/src/test-helpers.js'
+import { assertXSchema } from '@threadline/testing/api'
 import {
   appWithRules,
   openRawStream,

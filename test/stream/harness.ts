@@ -11,7 +11,7 @@ import {
   type FilteredStream,
   type FilteredStreamOptions,
 } from '../../packages/api/src/stream/index.js'
-import { testOptions } from '../../packages/api/src/test-helpers.js'
+import { testOptions } from '@threadline/testing/api'
 
 export interface StreamServer {
   server: ApiServer

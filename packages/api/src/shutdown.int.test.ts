@@ -5,7 +5,7 @@ import { withDeadline } from '@threadline/runtime'
 import { createTestEnv, generateConversation, type TestEnv } from '@threadline/testing'
 import { createApi } from './api.js'
 import { apiDepsFromConfig, apiOptionsFromConfig } from './from-config.js'
-import { assertXSchema, storeLines } from './test-helpers.js'
+import { assertXSchema, storeLines } from '@threadline/testing/api'
 
 let env: TestEnv
 beforeAll(async () => {

@@ -1,12 +1,13 @@
+/** Test support for the API (`@threadline/testing/api`): X's response schemas, a server per test file. */
 import { existsSync, readFileSync } from 'node:fs'
 import { Ajv, type ValidateFunction } from 'ajv'
 import addFormatsModule from 'ajv-formats'
 import { normalizeLines } from '@threadline/domain'
-import { createApp, storeBatch, type Db } from '@threadline/db'
-import { findSharedFile, type TestEnv } from '@threadline/testing'
-import { buildServer, type ApiOptions, type ApiServer } from './server.js'
+import { buildServer, type ApiOptions, type ApiServer } from '@threadline/api'
+import { createApp, createDb, storeBatch, type Db } from '@threadline/db'
 import { createRedis } from '@threadline/redis'
-import { createDb } from '@threadline/db'
+import type { TestEnv } from './env.js'
+import { findSharedFile } from './shared.js'
 
 let ajv: Ajv | undefined
 const compiled = new Map<string, ValidateFunction>()
