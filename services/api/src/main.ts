@@ -1,13 +1,20 @@
 import { loadConfig } from '@threadline/config'
 import { createLogger } from '@threadline/logger'
-import { metricsFromConfig } from '@threadline/metrics'
+import {
+  createProcessMetrics,
+  metricsDepsFromConfig,
+  metricsOptionsFromConfig,
+} from '@threadline/metrics'
 import { runUntilSignal } from '@threadline/runtime'
 import { apiDepsFromConfig, apiOptionsFromConfig, createApi } from '@threadline/api'
 
 const config = loadConfig()
 const logger = createLogger({ level: config.LOG_LEVEL, name: 'api' })
 try {
-  const metrics = metricsFromConfig(config, logger, ['api'])
+  const metrics = createProcessMetrics(
+    metricsDepsFromConfig(config, logger),
+    metricsOptionsFromConfig(config, ['api']),
+  )
   const api = createApi(
     await apiDepsFromConfig(config, logger, metrics.metrics),
     apiOptionsFromConfig(config),

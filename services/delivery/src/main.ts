@@ -1,6 +1,10 @@
 import { loadConfig } from '@threadline/config'
 import { createLogger } from '@threadline/logger'
-import { metricsFromConfig } from '@threadline/metrics'
+import {
+  createProcessMetrics,
+  metricsDepsFromConfig,
+  metricsOptionsFromConfig,
+} from '@threadline/metrics'
 import { runUntilSignal } from '@threadline/runtime'
 import {
   createDelivery,
@@ -11,7 +15,10 @@ import {
 const config = loadConfig()
 const logger = createLogger({ level: config.LOG_LEVEL, name: 'delivery' })
 try {
-  const metrics = metricsFromConfig(config, logger, ['delivery'])
+  const metrics = createProcessMetrics(
+    metricsDepsFromConfig(config, logger),
+    metricsOptionsFromConfig(config, ['delivery']),
+  )
   const delivery = createDelivery(
     await deliveryDepsFromConfig(config, logger, metrics.metrics),
     deliveryOptionsFromConfig(config),

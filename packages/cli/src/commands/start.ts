@@ -15,7 +15,13 @@ import {
 } from '@threadline/delivery'
 import { ingestFromConfig, type IngestOptions } from '@threadline/ingest'
 import type { Logger } from '@threadline/logger'
-import { metricsFromConfig, type Metrics } from '@threadline/metrics'
+import {
+  createProcessMetrics,
+  metricsDepsFromConfig,
+  metricsOptionsFromConfig,
+  type Metrics,
+  type ProcessMetricsOptions,
+} from '@threadline/metrics'
 import { createQueue } from '@threadline/queue'
 import { closeRedis, createRedis } from '@threadline/redis'
 import { runUntilSignal, type Service } from '@threadline/runtime'
@@ -41,7 +47,7 @@ export interface RoleTuning {
   writer?: Partial<WriterOptions>
   delivery?: Partial<DeliveryOptions>
   simulator?: SimulatorOverrides
-  metrics?: { queueSampleMs?: number }
+  metrics?: Partial<ProcessMetricsOptions>
 }
 
 /** What a role needs besides configuration: the built-in simulator's URL, when one runs. */
@@ -207,7 +213,10 @@ export async function start(
 ): Promise<void> {
   if (options.migrate || options.demo) await migrate(config)
   // First in, last out: /metrics answers while the roles start and stop (METRICS_PORT=0: off).
-  const processMetrics = metricsFromConfig(config, logger, options.roles, tuning.metrics)
+  const processMetrics = createProcessMetrics(metricsDepsFromConfig(config, logger), {
+    ...metricsOptionsFromConfig(config, options.roles),
+    ...tuning.metrics,
+  })
   const services: Service[] = [processMetrics]
   const ctx: RoleContext = { metrics: processMetrics.metrics, tuning }
   const needsSimulator =
