@@ -32,6 +32,20 @@ export interface ImportSummary {
   unknown: number
 }
 
+/** The files' total size in bytes (the progress bar's whole); a file that cannot be read is a usage error. */
+async function totalSize(files: string[]): Promise<number> {
+  const sizes = await Promise.all(
+    files.map(async (f) => {
+      try {
+        return (await stat(f)).size
+      } catch {
+        throw new UsageError(`cannot read ${f}`)
+      }
+    }),
+  )
+  return sizes.reduce((a, b) => a + b, 0)
+}
+
 /**
  * `threadline import FILE…`: feeds NDJSON files (filtered-stream lines, search or lookup pages,
  * twarc2 output) through the `posts` queue, the same path as the live stream, then waits for the
@@ -44,16 +58,7 @@ export async function importFiles(
   options: { wait: boolean },
 ): Promise<ImportSummary> {
   if (files.length === 0) throw new UsageError('usage: threadline import FILE… [--no-wait]')
-  const sizes = await Promise.all(
-    files.map(async (f) => {
-      try {
-        return (await stat(f)).size
-      } catch {
-        throw new UsageError(`cannot read ${f}`)
-      }
-    }),
-  )
-  const totalBytes = sizes.reduce((a, b) => a + b, 0)
+  const totalBytes = await totalSize(files)
   // Refuse before queueing anything: writers would refuse the batches of a schema that is behind.
   const db = createDb({ url: config.DATABASE_URL, poolMax: 1, applicationName: 'threadline-cli' })
   try {
