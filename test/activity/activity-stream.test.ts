@@ -7,7 +7,7 @@ import { formatPostTime, generateId, snowflakeTime } from '@threadline/domain'
 import { publishActivity, recentActivity } from '@threadline/queue'
 import { createTestEnv, waitFor, type TestEnv } from '@threadline/testing'
 import { storeLines, type Writer } from '@threadline/writer'
-import { startTestServer } from '../../packages/api/src/test-helpers.js'
+import { startTestServer } from '@threadline/testing/api'
 
 /**
  * `GET /2/activity/stream` end to end (docs/api.md §4.2): Posts stored by the real writer and relayed,

@@ -10,7 +10,7 @@ import { formatPostTime, generateId } from '@threadline/domain'
 import { addPostsBatch, createQueue, type PostsJob } from '@threadline/queue'
 import { createTestEnv, waitFor, type TestEnv } from '@threadline/testing'
 import { replayWebhooks, webhookFailures } from '../../packages/cli/src/commands/webhooks.js'
-import { startTestServer } from '../../packages/api/src/test-helpers.js'
+import { startTestServer } from '@threadline/testing/api'
 
 /**
  * Activity end to end (issue 7): Posts stored through the real writer, events derived by the

@@ -33,7 +33,11 @@ import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 import { loadConfig } from '@threadline/config'
 import { createApp, createDb, createWebhook, sql } from '@threadline/db'
-import { deliveryFromConfig } from '@threadline/delivery'
+import {
+  createDelivery,
+  deliveryDepsFromConfig,
+  deliveryOptionsFromConfig,
+} from '@threadline/delivery'
 import { formatPostTime, generateId, snowflakeTime } from '@threadline/domain'
 import { createLogger, silentLogger } from '@threadline/logger'
 import { createQueue } from '@threadline/queue'
@@ -51,7 +55,10 @@ const now = () => performance.timeOrigin + performance.now()
 async function serveDelivery(): Promise<void> {
   const config = loadConfig()
   const logger = createLogger({ level: config.LOG_LEVEL, name: 'bench-delivery' })
-  const delivery = await deliveryFromConfig(config, logger)
+  const delivery = createDelivery(
+    await deliveryDepsFromConfig(config, logger),
+    deliveryOptionsFromConfig(config),
+  )
   // Starts it, and closes it on SIGTERM.
   await runUntilSignal([delivery], logger, config.SHUTDOWN_TIMEOUT_MS)
   process.stdout.write('ready\n')

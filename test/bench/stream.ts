@@ -25,7 +25,7 @@ import {
 import { formatPostTime, generateId, snowflakeTime } from '@threadline/domain'
 import { silentLogger } from '@threadline/logger'
 import { closeRedis, createRedis } from '@threadline/redis'
-import { apiFromConfig } from '@threadline/api'
+import { apiDepsFromConfig, apiOptionsFromConfig, createApi } from '@threadline/api'
 import { createWriter, storeLines } from '@threadline/writer'
 import { benchWriterOptions } from './lib/setup.js'
 import { onStreamLines } from './lib/stream-lines.js'
@@ -55,7 +55,10 @@ const CHANNEL = `${prefix}:baseline`
 // ------------------------------------------------------------------ child: the API under test
 
 async function serveApi(): Promise<void> {
-  const api = await apiFromConfig(config, silentLogger())
+  const api = createApi(
+    await apiDepsFromConfig(config, silentLogger()),
+    apiOptionsFromConfig(config),
+  )
   await api.start()
   process.stdout.write(`listening ${api.url()}\n`)
   process.stdin.resume()

@@ -2,7 +2,13 @@ import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { chromium, type Browser, type Page, type Request } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { apiFromConfig, type ApiServer } from '@threadline/api'
+import {
+  apiDepsFromConfig,
+  apiOptionsFromConfig,
+  createApi,
+  withApiOverrides,
+  type ApiServer,
+} from '@threadline/api'
 import { createTestEnv, waitFor, type TestEnv } from '@threadline/testing'
 import { buildViewer } from '../../packages/viewer/src/build.js'
 import type { Writer } from '@threadline/writer'
@@ -74,10 +80,13 @@ beforeAll(async () => {
   // From the sources as they are now (a bundle left by an earlier build may be stale).
   await buildViewer()
   env = await createTestEnv()
-  api = await apiFromConfig(env.config, env.logger, undefined, {
-    server: { host: '127.0.0.1', port: 0 },
-    stream: { connectionScope: 'cluster' },
-  })
+  api = createApi(
+    await apiDepsFromConfig(env.config, env.logger),
+    withApiOverrides(apiOptionsFromConfig(env.config), {
+      server: { host: '127.0.0.1', port: 0 },
+      stream: { connectionScope: 'cluster' },
+    }),
+  )
   env.defer(() => api.close())
   await api.start()
   writer = await startWriter(env)

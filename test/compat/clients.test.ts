@@ -5,7 +5,7 @@ import { Client as SdkClient } from 'twitter-api-sdk'
 import { Client as XdkClient } from '@xdevplatform/xdk'
 import { compareIds } from '@threadline/domain'
 import { createTestEnv, generateConversation, type TestEnv } from '@threadline/testing'
-import { startTestServer, storeLines } from '../../packages/api/src/test-helpers.js'
+import { startTestServer, storeLines } from '@threadline/testing/api'
 
 /**
  * The npm X clients, unmodified, against a running Threadline: each does lookup, search with

@@ -4,7 +4,13 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { apiFromConfig, type ApiServer } from '@threadline/api'
+import {
+  apiDepsFromConfig,
+  apiOptionsFromConfig,
+  createApi,
+  withApiOverrides,
+  type ApiServer,
+} from '@threadline/api'
 import { importFiles } from '@threadline/cli'
 import { createApp, readConversationTree, sql, type Db } from '@threadline/db'
 import { addPostsBatch, createQueue, type PostsJob } from '@threadline/queue'
@@ -109,9 +115,12 @@ async function storedCount(db: Db, conversationId: string): Promise<number> {
 beforeAll(async () => {
   env = await createTestEnv()
   dir = await mkdtemp(join(tmpdir(), 'threadline-export-'))
-  api = await apiFromConfig(env.config, env.logger, undefined, {
-    server: { host: '127.0.0.1', port: 0 },
-  })
+  api = createApi(
+    await apiDepsFromConfig(env.config, env.logger),
+    withApiOverrides(apiOptionsFromConfig(env.config), {
+      server: { host: '127.0.0.1', port: 0 },
+    }),
+  )
   env.defer(() => api.close())
   await api.start()
   token = (await createApp(env.db, 'exporter')).bearer_token

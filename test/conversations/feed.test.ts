@@ -1,8 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { apiFromConfig, type ApiServer } from '@threadline/api'
+import {
+  apiDepsFromConfig,
+  apiOptionsFromConfig,
+  createApi,
+  withApiOverrides,
+  type ApiServer,
+} from '@threadline/api'
 import { createTestEnv, waitFor, type TestEnv } from '@threadline/testing'
 import type { Writer } from '@threadline/writer'
-import { assertXSchema } from '../../packages/api/src/test-helpers.js'
+import { assertXSchema } from '@threadline/testing/api'
 import {
   appWithRules,
   openRawStream,
@@ -26,10 +32,13 @@ const bob = { id: '3002', username: 'bob_f', name: 'Bob' }
 
 beforeAll(async () => {
   env = await createTestEnv({ API_CONVERSATION_STREAM_MAX_CONNECTIONS: String(FEED_LIMIT) })
-  api = await apiFromConfig(env.config, env.logger, undefined, {
-    server: { host: '127.0.0.1', port: 0 },
-    stream: { keepAliveMs: 150, connectionScope: 'cluster' },
-  })
+  api = createApi(
+    await apiDepsFromConfig(env.config, env.logger),
+    withApiOverrides(apiOptionsFromConfig(env.config), {
+      server: { host: '127.0.0.1', port: 0 },
+      stream: { keepAliveMs: 150, connectionScope: 'cluster' },
+    }),
+  )
   env.defer(() => api.close())
   await api.start()
   writer = await startWriter(env)

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createApp, readConversationSkeleton, readSkeletonChanges, sql } from '@threadline/db'
 import { createTestEnv, prng, shuffle, waitFor, type TestEnv } from '@threadline/testing'
 import type { ApiServer } from '@threadline/api'
-import { assertXSchema, startTestServer } from '../../packages/api/src/test-helpers.js'
+import { assertXSchema, startTestServer } from '@threadline/testing/api'
 import { startTestWriter } from '../support/writer.js'
 import {
   conversationFixture,

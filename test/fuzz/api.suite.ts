@@ -1,7 +1,13 @@
 import { createHmac } from 'node:crypto'
 import fc from 'fast-check'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { apiFromConfig, type ApiServer } from '@threadline/api'
+import {
+  apiDepsFromConfig,
+  apiOptionsFromConfig,
+  createApi,
+  withApiOverrides,
+  type ApiServer,
+} from '@threadline/api'
 import { apiTokenSecrets, createApp, findApp, storeBatch } from '@threadline/db'
 import { normalizeLines } from '@threadline/domain'
 import { createTestEnv, generateConversation, type TestEnv } from '@threadline/testing'
@@ -47,16 +53,19 @@ beforeAll(async () => {
   env = await createTestEnv({
     API_RATE_LIMITS: 'lookup:1000000,search:1000000,counts:1000000,rules:1000000',
   })
-  server = await apiFromConfig(env.config, env.logger, undefined, {
-    server: { host: '127.0.0.1', port: 0 },
-    // Every webhook host name resolves to loopback, which the address policy refuses: no CRC
-    // check leaves this machine.
-    activity: {
-      allowPrivate: false,
-      lookup: ((_host: string, _opts: unknown, cb: (...a: unknown[]) => void) =>
-        cb(null, [{ address: '127.0.0.1', family: 4 }])) as never,
-    },
-  })
+  server = createApi(
+    await apiDepsFromConfig(env.config, env.logger),
+    withApiOverrides(apiOptionsFromConfig(env.config), {
+      server: { host: '127.0.0.1', port: 0 },
+      // Every webhook host name resolves to loopback, which the address policy refuses: no CRC
+      // check leaves this machine.
+      activity: {
+        allowPrivate: false,
+        lookup: ((_host: string, _opts: unknown, cb: (...a: unknown[]) => void) =>
+          cb(null, [{ address: '127.0.0.1', family: 4 }])) as never,
+      },
+    }),
+  )
   env.defer(() => server.close())
   await server.start()
   base = server.url()

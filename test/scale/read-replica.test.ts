@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { apiFromConfig, type ApiServer } from '@threadline/api'
+import { apiDepsFromConfig, apiOptionsFromConfig, createApi, type ApiServer } from '@threadline/api'
 import { loadConfig } from '@threadline/config'
 import {
   assertSchemaCurrent,
@@ -37,7 +37,10 @@ async function startApi(readFromReplica: boolean): Promise<ApiServer> {
     ...(readFromReplica ? { DATABASE_READ_URL: withSearchPath(pg.replicaUrl, schema) } : {}),
     PORT: '0',
   })
-  const server = await apiFromConfig(config, env.logger)
+  const server = createApi(
+    await apiDepsFromConfig(config, env.logger),
+    apiOptionsFromConfig(config),
+  )
   env.defer(() => server.close())
   await server.app.ready()
   return server

@@ -11,7 +11,7 @@ import {
   type FilteredStream,
   type FilteredStreamOptions,
 } from '../../packages/api/src/stream/index.js'
-import { testOptions } from '../../packages/api/src/test-helpers.js'
+import { testOptions } from '@threadline/testing/api'
 
 export interface StreamServer {
   server: ApiServer
@@ -26,7 +26,10 @@ export async function startStreamServer(
 ): Promise<StreamServer> {
   const db = createDb({ url: env.databaseUrl, poolMax: 5 })
   const redis = createRedis(env.redisUrl, 'producer', 'api-stream-test')
-  const server = buildServer({ db, redis, logger: env.logger, options: testOptions(env) })
+  const server = buildServer(
+    { db, redis, logger: env.logger, tokenSecrets: { current: 'test-secret' } },
+    testOptions(env),
+  )
   const stream = registerFilteredStream(server.app, {
     db,
     redis,

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createTestEnv, waitFor, type TestEnv } from '@threadline/testing'
 import type { Writer } from '@threadline/writer'
 import type { StreamConnection } from '../../packages/api/src/stream/index.js'
-import { assertXSchema } from '../../packages/api/src/test-helpers.js'
+import { assertXSchema } from '@threadline/testing/api'
 import {
   appWithRules,
   openRawStream,

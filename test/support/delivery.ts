@@ -11,12 +11,14 @@ export async function startTestDelivery(
   env: TestEnv,
   options: Partial<DeliveryOptions> = {},
 ): Promise<Delivery> {
-  const delivery = createDelivery({
-    db: createDb({ url: env.databaseUrl, poolMax: 4 }),
-    redis: createRedis(env.redisUrl, 'worker', 'test-delivery'),
-    prefix: env.prefix,
-    logger: env.logger,
-    options: {
+  const delivery = createDelivery(
+    {
+      db: createDb({ url: env.databaseUrl, poolMax: 4 }),
+      redis: createRedis(env.redisUrl, 'worker', 'test-delivery'),
+      prefix: env.prefix,
+      logger: env.logger,
+    },
+    {
       concurrency: 1,
       webhookConcurrency: 2,
       lockDuration: 30_000,
@@ -34,7 +36,7 @@ export async function startTestDelivery(
       shutdownTimeoutMs: 5_000,
       ...options,
     },
-  })
+  )
   await delivery.start()
   env.defer(() => delivery.close())
   return delivery

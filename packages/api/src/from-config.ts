@@ -4,16 +4,9 @@ import type { Logger } from '@threadline/logger'
 import type { Metrics } from '@threadline/metrics'
 import { createRedis } from '@threadline/redis'
 import { DEFAULT_MAX_LENGTH } from '@threadline/query'
-import { activityOptionsFromConfig, type ActivityApiOptions } from './activity/options.js'
-import { instrumentHttp } from './metrics.js'
-import { buildServer, type ApiServer } from './server.js'
-import {
-  filteredStreamOptions,
-  registerConversationStream,
-  registerFilteredStream,
-} from './stream/index.js'
-import type { FilteredStreamOptions } from './routes/stream.js'
-import type { ApiOptions } from './types.js'
+import { activityOptionsFromConfig } from './activity/options.js'
+import type { ApiRoleDeps, ApiRoleOptions } from './api.js'
+import { filteredStreamOptionsFromConfig } from './stream/from-config.js'
 
 /** Every statement of the API gives up after this long: a hostile query costs bounded time. */
 const STATEMENT_TIMEOUT_MS = 10_000
@@ -21,13 +14,6 @@ const STATEMENT_TIMEOUT_MS = 10_000
 const BODY_LIMIT_BYTES = 1_048_576
 /** How long a bearer token's lookup is reused, so a hot client costs no query per request. */
 const TOKEN_CACHE_MS = 10_000
-
-/** What tests may change besides configuration (timings, buffers, the clock). */
-export interface ApiTuning {
-  server?: Partial<ApiOptions>
-  stream?: Partial<FilteredStreamOptions>
-  activity?: Partial<ActivityApiOptions>
-}
 
 function withStatementTimeout(url: string): string {
   const u = new URL(url)
@@ -39,16 +25,36 @@ function withStatementTimeout(url: string): string {
   return u.toString()
 }
 
+/** The API role's options: what configuration sets, the constants above for the rest. */
+export function apiOptionsFromConfig(config: Config): ApiRoleOptions {
+  return {
+    server: {
+      host: config.HOST,
+      port: config.PORT,
+      prefix: config.REDIS_PREFIX,
+      rateLimits: config.API_RATE_LIMITS,
+      ruleCap: config.API_RULE_CAP,
+      queryMaxLength: DEFAULT_MAX_LENGTH,
+      bodyLimit: BODY_LIMIT_BYTES,
+      tokenCacheMs: TOKEN_CACHE_MS,
+      backfillSource: config.UPSTREAM_SEARCH,
+      activity: activityOptionsFromConfig(config),
+    },
+    stream: filteredStreamOptionsFromConfig(config),
+    conversationStream: { maxConnectionsPerApp: config.API_CONVERSATION_STREAM_MAX_CONNECTIONS },
+  }
+}
+
 /**
- * Builds the read API and the clients it owns from configuration. Refuses a schema that is behind.
+ * Opens the clients the API owns (and closes): Postgres (refusing a schema that is behind), the
+ * read replica when configured, Redis; and reads the secrets that sign pagination tokens.
  * `metrics`: the process's registry, when it exports one (served on its own port, not here).
  */
-export async function apiFromConfig(
+export async function apiDepsFromConfig(
   config: Config,
   logger: Logger,
   metrics?: Metrics,
-  tuning: ApiTuning = {},
-): Promise<ApiServer> {
+): Promise<ApiRoleDeps> {
   const db = await openServiceDb({
     url: withStatementTimeout(config.DATABASE_URL),
     poolMax: config.DATABASE_POOL_MAX,
@@ -70,7 +76,7 @@ export async function apiFromConfig(
       })
     : undefined
   // The environment's secret wins; else the one the first migrate generated (rotatable).
-  const secrets = config.API_TOKEN_SECRET
+  const tokenSecrets = config.API_TOKEN_SECRET
     ? { current: config.API_TOKEN_SECRET }
     : await apiTokenSecrets(db).catch(async (err: unknown) => {
         await db.destroy()
@@ -82,36 +88,5 @@ export async function apiFromConfig(
   // line where ioredis would otherwise print its own "Unhandled error event" to stderr.
   const redisLog = logger.child({ component: 'redis' })
   redis.on('error', (err) => redisLog.warn({ err }, 'redis connection error; retrying'))
-  const server = buildServer({
-    db,
-    readDb,
-    redis,
-    logger,
-    options: {
-      host: config.HOST,
-      port: config.PORT,
-      prefix: config.REDIS_PREFIX,
-      rateLimits: config.API_RATE_LIMITS,
-      ruleCap: config.API_RULE_CAP,
-      queryMaxLength: DEFAULT_MAX_LENGTH,
-      bodyLimit: BODY_LIMIT_BYTES,
-      tokenCacheMs: TOKEN_CACHE_MS,
-      tokenSecret: secrets.current,
-      previousTokenSecret: secrets.previous,
-      backfillSource: config.UPSTREAM_SEARCH,
-      activity: activityOptionsFromConfig(config, tuning.activity),
-      ...tuning.server,
-    },
-  })
-  const stream = registerFilteredStream(server.app, {
-    db,
-    redis,
-    logger,
-    options: filteredStreamOptions(config, tuning.stream),
-  })
-  registerConversationStream(server.app, stream, {
-    maxConnectionsPerApp: config.API_CONVERSATION_STREAM_MAX_CONNECTIONS,
-  })
-  if (metrics) instrumentHttp(server.app, metrics.api())
-  return server
+  return { db, readDb, redis, logger, tokenSecrets, metrics: metrics?.api() }
 }

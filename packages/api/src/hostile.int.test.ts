@@ -5,7 +5,7 @@ import { createApp, hashToken } from '@threadline/db'
 import { createTestEnv, waitFor, type TestEnv } from '@threadline/testing'
 import { createPageTokens } from './page-token.js'
 import type { ApiServer } from './server.js'
-import { startTestServer } from './test-helpers.js'
+import { startTestServer } from '@threadline/testing/api'
 
 /** Hostile input answered with X's 400s and bounded work (docs/api.md §1.2). */
 let env: TestEnv

@@ -1,4 +1,5 @@
 export * from './server.js'
+export * from './api.js'
 export * from './from-config.js'
 export * from './errors.js'
 export * from './params.js'

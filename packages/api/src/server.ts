@@ -5,7 +5,9 @@ import Fastify, {
   type FastifyInstance,
   type FastifyReply,
 } from 'fastify'
-import { closeRedis, createRateLimiter, type RateLimitResult } from '@threadline/redis'
+import type { Db } from '@threadline/db'
+import type { Logger } from '@threadline/logger'
+import { closeRedis, createRateLimiter, type RateLimitResult, type Redis } from '@threadline/redis'
 import { once, type Service } from '@threadline/runtime'
 import {
   ApiError,
@@ -26,7 +28,7 @@ import { registerRoutes } from './routes/index.js'
 import { registerOpenApiRoute } from './routes/openapi.js'
 import { registerThreadRoutes } from './routes/threads.js'
 
-import type { ApiDeps } from './types.js'
+import type { ApiDeps, ApiOptions } from './types.js'
 
 export type * from './types.js'
 
@@ -55,18 +57,8 @@ function isUnavailable(err: unknown): boolean {
   return typeof e?.message === 'string' && /timeout exceeded|Connection terminated/i.test(e.message)
 }
 
-/**
- * The read API: a pure factory over its clients. Nothing listens until `start()`; `close()` stops
- * listening, then releases Postgres and Redis.
- */
-export function buildServer(deps: ApiDeps): ApiServer {
-  const { db, redis, options } = deps
-  const readDb = deps.readDb ?? db
-  const log = deps.logger.child({ component: 'api' })
-  const now = options.now ?? (() => new Date())
-  const limiter = createRateLimiter(redis, { prefix: options.prefix })
-  const pageTokens = createPageTokens(options.tokenSecret, options.previousTokenSecret)
-
+/** The Fastify instance with the server's limits; bodies are read as text for the routes to parse. */
+function createApp(options: ApiOptions, log: Logger): FastifyInstance {
   const requestTimeout = options.requestTimeoutMs ?? REQUEST_TIMEOUT_MS
   const app = Fastify({
     requestTimeout,
@@ -77,7 +69,7 @@ export function buildServer(deps: ApiDeps): ApiServer {
       connectionsCheckingInterval: Math.min(Math.max(requestTimeout / 4, 100), 5_000),
     },
     loggerInstance: log as FastifyBaseLogger,
-    // Requests are logged once, by the onResponse hook below (with the app and the route).
+    // Requests are logged once, by registerRequestLog (with the app and the route).
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: options.bodyLimit,
     genReqId: (req) => {
@@ -102,8 +94,20 @@ export function buildServer(deps: ApiDeps): ApiServer {
     if (refused) done(refused)
     else done(null, text)
   })
+  return app
+}
 
-  const authenticate = createAuthenticator(db, options.tokenCacheMs)
+/**
+ * Authentication and rate limits of every `/2/` endpoint, in one onRequest hook: the bearer token
+ * names the app, the endpoint's group its limit. Every response carries the rate-limit headers.
+ */
+function registerAuthAndRateLimit(
+  app: FastifyInstance,
+  deps: { db: Db; redis: Redis; log: Logger; options: ApiOptions },
+): void {
+  const { log, options } = deps
+  const limiter = createRateLimiter(deps.redis, { prefix: options.prefix })
+  const authenticate = createAuthenticator(deps.db, options.tokenCacheMs)
 
   const applyRate = (reply: FastifyReply, r: RateLimitResult) => {
     reply.header('x-rate-limit-limit', r.limit)
@@ -163,25 +167,31 @@ export function buildServer(deps: ApiDeps): ApiServer {
     applyRate(reply, result)
     if (!result.allowed) throw tooManyRequests()
   })
+}
 
-  // Per-request log lines are debug; the hook costs nothing unless that level is on (failures are
-  // logged by the error handler at any level).
-  if (log.isLevelEnabled('debug')) {
-    app.addHook('onResponse', async (request, reply) => {
-      log.debug(
-        {
-          reqId: request.id,
-          method: request.method,
-          route: request.routeOptions.url ?? 'unknown',
-          status: reply.statusCode,
-          ms: Math.round(reply.elapsedTime),
-          app: request.client?.app_id,
-        },
-        'request',
-      )
-    })
-  }
+/**
+ * Per-request log lines are debug; the hook costs nothing unless that level is on (failures are
+ * logged by the error handler at any level).
+ */
+function registerRequestLog(app: FastifyInstance, log: Logger): void {
+  if (!log.isLevelEnabled('debug')) return
+  app.addHook('onResponse', async (request, reply) => {
+    log.debug(
+      {
+        reqId: request.id,
+        method: request.method,
+        route: request.routeOptions.url ?? 'unknown',
+        status: reply.statusCode,
+        ms: Math.round(reply.elapsedTime),
+        app: request.client?.app_id,
+      },
+      'request',
+    )
+  })
+}
 
+/** Every failure answers in X's error shape: a bad request a 4xx, a dependency away a 503. */
+function registerErrorHandlers(app: FastifyInstance, log: Logger): void {
   app.setNotFoundHandler(async () => {
     throw notFoundRoute()
   })
@@ -211,6 +221,23 @@ export function buildServer(deps: ApiDeps): ApiServer {
     }
     return reply.status(apiError.status).send(apiError.body)
   })
+}
+
+/**
+ * The read API: a pure factory over its clients. Nothing listens until `start()`; `close()` stops
+ * listening, then releases Postgres and Redis.
+ */
+export function buildServer(deps: ApiDeps, options: ApiOptions): ApiServer {
+  const { db, redis } = deps
+  const readDb = deps.readDb ?? db
+  const log = deps.logger.child({ component: 'api' })
+  const now = options.now ?? (() => new Date())
+  const pageTokens = createPageTokens(deps.tokenSecrets.current, deps.tokenSecrets.previous)
+
+  const app = createApp(options, log)
+  registerAuthAndRateLimit(app, { db, redis, log, options })
+  registerRequestLog(app, log)
+  registerErrorHandlers(app, log)
 
   const openApi = createOpenApi()
   app.addHook('onRoute', openApi.onRoute)

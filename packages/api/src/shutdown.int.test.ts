@@ -3,8 +3,9 @@ import { loadConfig } from '@threadline/config'
 import { addRules, createApp } from '@threadline/db'
 import { withDeadline } from '@threadline/runtime'
 import { createTestEnv, generateConversation, type TestEnv } from '@threadline/testing'
-import { apiFromConfig } from './from-config.js'
-import { assertXSchema, storeLines } from './test-helpers.js'
+import { createApi } from './api.js'
+import { apiDepsFromConfig, apiOptionsFromConfig } from './from-config.js'
+import { assertXSchema, storeLines } from '@threadline/testing/api'
 
 let env: TestEnv
 beforeAll(async () => {
@@ -22,7 +23,10 @@ describe('the API with Redis down since the start', () => {
     // there; the rest of the API must not wait with it (it did: nothing listened until Redis
     // answered, so lookups that need only Postgres were down too).
     const config = loadConfig({ ...env.env, REDIS_URL: 'redis://127.0.0.1:1', PORT: '0' })
-    const server = await apiFromConfig(config, env.logger)
+    const server = createApi(
+      await apiDepsFromConfig(config, env.logger),
+      apiOptionsFromConfig(config),
+    )
     try {
       await withDeadline(5_000, 'api start', () => server.start())
       const get = (path: string) =>

@@ -17,10 +17,6 @@ export interface ApiOptions {
   queryMaxLength: number
   bodyLimit: number
   tokenCacheMs: number
-  /** Signs pagination tokens. */
-  tokenSecret: string
-  /** The secret before the last rotation: still verifies tokens, signs none. */
-  previousTokenSecret?: string
   /** How long a client may take to send a whole request (a default when absent). */
   requestTimeoutMs?: number
   /** The search backfills use (UPSTREAM_SEARCH), shown for those not started yet; default recent. */
@@ -42,7 +38,11 @@ export interface ApiDeps {
   /** A producer-style connection (fails fast); the server closes it. */
   redis: Redis
   logger: Logger
-  options: ApiOptions
+  /**
+   * `current` signs pagination tokens; `previous`, the secret before the last rotation, still
+   * verifies them and signs none.
+   */
+  tokenSecrets: { current: string; previous?: string }
 }
 
 export interface AuthedApp {

@@ -11,7 +11,7 @@ import {
 } from '@threadline/db'
 import { shapePost, TWEET_FIELDS } from '@threadline/domain'
 import { createTestEnv, generateConversation, type TestEnv } from '@threadline/testing'
-import { storeLines } from './test-helpers.js'
+import { storeLines } from '@threadline/testing/api'
 
 // The read API answers requests without expansions from wirePostsByIds/searchWirePosts (JSON text
 // built by Postgres) and all others from postsByIds + shapePost. The two must agree on every Post

@@ -1,9 +1,10 @@
 import type { Config } from '@threadline/config'
-import { assertSchemaCurrent, createDb } from '@threadline/db'
+import { openServiceDb } from '@threadline/db'
 import type { Logger } from '@threadline/logger'
 import type { Metrics } from '@threadline/metrics'
 import { createRedis } from '@threadline/redis'
-import { createDelivery, type Delivery, type DeliveryOptions } from './delivery.js'
+import type { DeliveryDeps } from './delivery.js'
+import type { DeliveryOptions } from './options.js'
 
 /** Webhooks one delivery process sends to at once (one request in flight per webhook). */
 const WEBHOOK_CONCURRENCY = 32
@@ -25,14 +26,10 @@ const WEBHOOK_CRC_MAX_FAILURES = 3
 const WEBHOOK_SWEEP_MS = 2_000
 
 /**
- * The delivery service's options: what configuration sets, the constants above for the rest, and
- * `tuning` (tests shorten timings through it). The activity stream keeps events as long as the
- * `stored` stream keeps Posts.
+ * The delivery service's options: what configuration sets, the constants above for the rest. The
+ * activity stream keeps events as long as the `stored` stream keeps Posts.
  */
-export function deliveryOptionsFromConfig(
-  config: Config,
-  tuning: Partial<DeliveryOptions> = {},
-): DeliveryOptions {
+export function deliveryOptionsFromConfig(config: Config): DeliveryOptions {
   return {
     concurrency: config.DELIVERY_CONCURRENCY,
     webhookConcurrency: WEBHOOK_CONCURRENCY,
@@ -49,38 +46,29 @@ export function deliveryOptionsFromConfig(
     streamRetentionMs: config.STORED_STREAM_RETENTION_MS,
     allowPrivate: config.WEBHOOK_ALLOW_PRIVATE,
     shutdownTimeoutMs: config.SHUTDOWN_TIMEOUT_MS,
-    ...tuning,
   }
 }
 
 /**
- * Builds the delivery service and the clients it owns. Refuses a schema that is behind.
- * `metrics`: the process's registry, when it exports one.
+ * Opens the clients the delivery service owns (and closes): Postgres, refusing a schema that is
+ * behind, and a worker connection to Redis. `metrics`: the process's registry, when it exports one.
  */
-export async function deliveryFromConfig(
+export async function deliveryDepsFromConfig(
   config: Config,
   logger: Logger,
   metrics?: Metrics,
-  tuning?: Partial<DeliveryOptions>,
-): Promise<Delivery> {
-  const db = createDb({
+): Promise<DeliveryDeps> {
+  const db = await openServiceDb({
     url: config.DATABASE_URL,
     poolMax: config.DATABASE_POOL_MAX,
     applicationName: 'threadline-delivery',
     logger,
   })
-  try {
-    await assertSchemaCurrent(db)
-  } catch (err) {
-    await db.destroy()
-    throw err
-  }
-  return createDelivery({
+  return {
     db,
     redis: createRedis(config, 'worker', 'delivery'),
     prefix: config.REDIS_PREFIX,
     logger,
     metrics: metrics?.delivery(),
-    options: deliveryOptionsFromConfig(config, tuning),
-  })
+  }
 }

@@ -11,7 +11,7 @@ import { startMetricsServer, type MetricsServer } from './server.js'
 const QUEUE_SAMPLE_MS = 5_000
 
 /** The queues each role works on, whose depth and age its process samples. */
-export const ROLE_QUEUES: Record<string, readonly QueueName[]> = {
+const ROLE_QUEUES: Record<string, readonly QueueName[]> = {
   api: [],
   ingest: ['posts', 'backfill'],
   writer: ['posts', 'activity'],
@@ -29,21 +29,53 @@ export interface ProcessMetrics extends Service {
   url(): string | undefined
 }
 
-/**
- * The metrics of one process from configuration: a registry (labelled with the roles it runs), the
- * `/metrics` server on METRICS_HOST:METRICS_PORT and the queue sampler of those roles' queues.
- * METRICS_PORT=0 disables the server and the sampling (the counters still count, in memory).
- * A port already taken (several processes on one host) is logged, never fatal: metrics must not
- * keep a service from running.
- */
-export function metricsFromConfig(
+export interface ProcessMetricsOptions {
+  /** The roles this process runs: they label every series and choose the queues sampled. */
+  roles: readonly string[]
+  host: string
+  /** 0: no `/metrics` server and no queue sampling (the counters still count, in memory). */
+  port: number
+  /** The BullMQ prefix of the queues sampled. */
+  prefix: string
+  queueSampleMs: number
+}
+
+export interface ProcessMetricsDeps {
+  logger: Logger
+  /** Opens the connection queues are sampled over, once the server listens and has queues to sample. */
+  connectRedis(): Redis
+}
+
+/** The metrics options of a process running `roles`: what configuration sets, a constant for the rest. */
+export function metricsOptionsFromConfig(
   config: Config,
-  logger: Logger,
   roles: readonly string[],
-  tuning: { queueSampleMs?: number } = {},
+): ProcessMetricsOptions {
+  return {
+    roles,
+    host: config.METRICS_HOST,
+    port: config.METRICS_PORT,
+    prefix: config.REDIS_PREFIX,
+    queueSampleMs: QUEUE_SAMPLE_MS,
+  }
+}
+
+export function metricsDepsFromConfig(config: Config, logger: Logger): ProcessMetricsDeps {
+  return { logger, connectRedis: () => createRedis(config, 'producer', 'metrics') }
+}
+
+/**
+ * The metrics of one process: a registry (labelled with the roles it runs), the `/metrics` server
+ * and the queue sampler of those roles' queues. A port already taken (several processes on one
+ * host) is logged, never fatal: metrics must not keep a service from running.
+ */
+export function createProcessMetrics(
+  deps: ProcessMetricsDeps,
+  options: ProcessMetricsOptions,
 ): ProcessMetrics {
+  const { logger } = deps
   const log = logger.child({ component: 'metrics' })
-  const metrics = createMetrics({ labels: { roles: [...roles].sort().join(',') } })
+  const metrics = createMetrics({ labels: { roles: [...options.roles].sort().join(',') } })
   let server: MetricsServer | undefined
   let redis: Redis | undefined
   let sampler: QueueSampler | undefined
@@ -52,33 +84,33 @@ export function metricsFromConfig(
     metrics,
     url: () => server?.url,
     async start() {
-      if (started || config.METRICS_PORT === 0) return
+      if (started || options.port === 0) return
       started = true
       try {
         server = await startMetricsServer(metrics, {
-          host: config.METRICS_HOST,
-          port: config.METRICS_PORT,
+          host: options.host,
+          port: options.port,
           logger,
         })
         log.info({ url: `${server.url}/metrics` }, 'metrics listening')
       } catch (err) {
         log.warn(
-          { err, host: config.METRICS_HOST, port: config.METRICS_PORT },
+          { err, host: options.host, port: options.port },
           'metrics server not started (set METRICS_PORT to a free port, or 0)',
         )
         return
       }
-      const queues = queuesForRoles(roles)
+      const queues = queuesForRoles(options.roles)
       if (queues.length === 0) return
-      redis = createRedis(config, 'producer', 'metrics')
+      redis = deps.connectRedis()
       // A sample failing while Redis is away is counted; the connection's own errors are noise.
       redis.on('error', () => {})
       sampler = createQueueSampler({
         registry: metrics.registry,
         redis,
-        prefix: config.REDIS_PREFIX,
+        prefix: options.prefix,
         queues,
-        intervalMs: tuning.queueSampleMs ?? QUEUE_SAMPLE_MS,
+        intervalMs: options.queueSampleMs,
         logger,
       })
       sampler.start()
@@ -89,4 +121,19 @@ export function metricsFromConfig(
       await server?.close()
     }),
   }
+}
+
+/**
+ * `createProcessMetrics` from configuration in one call, for the ingest's and the writer's
+ * services until they compose it themselves.
+ */
+export function metricsFromConfig(
+  config: Config,
+  logger: Logger,
+  roles: readonly string[],
+): ProcessMetrics {
+  return createProcessMetrics(
+    metricsDepsFromConfig(config, logger),
+    metricsOptionsFromConfig(config, roles),
+  )
 }

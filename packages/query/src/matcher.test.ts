@@ -1,7 +1,7 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import type { WirePost } from '@threadline/domain'
-import { CASES, CORPUS, INCLUDES, USERS, postArb, queryArb } from './fixtures.js'
+import { CASES, CORPUS, INCLUDES, USERS, postArb, queryArb } from '@threadline/testing/query'
 import { compileMatcher } from './matcher.js'
 import { parseQuery } from './parse.js'
 import { RuleIndex } from './rule-index.js'

@@ -2,7 +2,7 @@ import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import { parseQuery } from './parse.js'
 import { conversationIdOf } from './inspect.js'
-import { queryArb } from './fixtures.js'
+import { queryArb } from '@threadline/testing/query'
 
 const ast = (q: string) => {
   const r = parseQuery(q)

@@ -1,7 +1,5 @@
 import type { Config } from '@threadline/config'
-import type { Logger } from '@threadline/logger'
-import { createSimulator, type Simulator, type SimulatorOptions } from './simulator.js'
-import type { WorldOptions } from './world.js'
+import type { SimulatorOptions } from './simulator.js'
 
 /** The world's seed: the same seed gives the same users, conversations and Posts. */
 const SEED = 42
@@ -13,18 +11,14 @@ const RATE_LIMIT = 100_000
 /** The world: users, the history backfills find, and how many Posts it remembers (bounds memory). */
 const WORLD = { users: 2_000, historyPosts: 20_000, historyDays: 10, maxPosts: 200_000 }
 
-/** What tests may change besides configuration: the world's size, timings, limits. */
-export type SimulatorTuning = Partial<Omit<SimulatorOptions, 'world'>> & {
-  world?: Omit<WorldOptions, 'seed'>
+/** Changes to the options configuration gives: the world's size, timings, limits (tests). */
+export type SimulatorOverrides = Partial<Omit<SimulatorOptions, 'world'>> & {
+  world?: SimulatorOptions['world']
 }
 
-/** Builds a simulator from configuration (SIMULATOR_* variables) and the constants above. */
-export function simulatorFromConfig(
-  config: Config,
-  logger: Logger,
-  tuning: SimulatorTuning = {},
-): Simulator {
-  return createSimulator({
+/** The simulator's options from configuration (SIMULATOR_* variables) and the constants above. */
+export function simulatorOptionsFromConfig(config: Config): SimulatorOptions {
+  return {
     host: config.SIMULATOR_HOST,
     port: config.SIMULATOR_PORT,
     seed: SEED,
@@ -33,8 +27,14 @@ export function simulatorFromConfig(
     keepAliveMs: KEEPALIVE_MS,
     maxStreamConnections: MAX_STREAM_CONNECTIONS,
     rateLimit: RATE_LIMIT,
-    logger,
-    ...tuning,
-    world: { ...WORLD, ...tuning.world },
-  })
+    world: WORLD,
+  }
+}
+
+/** `options` with `overrides` applied; the world is merged on its own. */
+export function withSimulatorOverrides(
+  options: SimulatorOptions,
+  overrides: SimulatorOverrides,
+): SimulatorOptions {
+  return { ...options, ...overrides, world: { ...options.world, ...overrides.world } }
 }

@@ -1,14 +1,24 @@
 import { loadConfig } from '@threadline/config'
 import { createLogger } from '@threadline/logger'
-import { metricsFromConfig } from '@threadline/metrics'
+import {
+  createProcessMetrics,
+  metricsDepsFromConfig,
+  metricsOptionsFromConfig,
+} from '@threadline/metrics'
 import { runUntilSignal } from '@threadline/runtime'
-import { apiFromConfig } from '@threadline/api'
+import { apiDepsFromConfig, apiOptionsFromConfig, createApi } from '@threadline/api'
 
 const config = loadConfig()
 const logger = createLogger({ level: config.LOG_LEVEL, name: 'api' })
 try {
-  const metrics = metricsFromConfig(config, logger, ['api'])
-  const api = await apiFromConfig(config, logger, metrics.metrics)
+  const metrics = createProcessMetrics(
+    metricsDepsFromConfig(config, logger),
+    metricsOptionsFromConfig(config, ['api']),
+  )
+  const api = createApi(
+    await apiDepsFromConfig(config, logger, metrics.metrics),
+    apiOptionsFromConfig(config),
+  )
   await runUntilSignal([metrics, api], logger, config.SHUTDOWN_TIMEOUT_MS)
 } catch (err) {
   logger.fatal({ err }, 'api failed to start')

@@ -19,11 +19,9 @@ export async function serveApi(databaseUrl: string, name: string): Promise<void>
   const prefix = `${name}-${process.pid}`
   const db = createDb({ url: databaseUrl, poolMax: 10, applicationName: name })
   const redis = createRedis(config.REDIS_URL, 'producer', name)
-  const server = buildServer({
-    db,
-    redis,
-    logger: silentLogger(),
-    options: {
+  const server = buildServer(
+    { db, redis, logger: silentLogger(), tokenSecrets: { current: 'bench' } },
+    {
       host: '127.0.0.1',
       port: 0,
       prefix,
@@ -32,9 +30,8 @@ export async function serveApi(databaseUrl: string, name: string): Promise<void>
       queryMaxLength: 1024,
       bodyLimit: 1_048_576,
       tokenCacheMs: 60_000,
-      tokenSecret: 'bench',
     },
-  })
+  )
   await server.start()
   process.stdout.write(`listening ${server.url()}\n`)
   process.once('SIGTERM', () => {

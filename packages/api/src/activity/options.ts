@@ -26,15 +26,11 @@ export const DEFAULT_ACTIVITY_OPTIONS: ActivityApiOptions = {
   maxBufferedBytes: 1_048_576,
 }
 
-export function activityOptionsFromConfig(
-  config: Config,
-  tuning: Partial<ActivityApiOptions> = {},
-): ActivityApiOptions {
+export function activityOptionsFromConfig(config: Config): ActivityApiOptions {
   return {
     ...DEFAULT_ACTIVITY_OPTIONS,
     subscriptionCap: config.ACTIVITY_SUBSCRIPTION_CAP,
     webhookCap: config.WEBHOOK_CAP,
     allowPrivate: config.WEBHOOK_ALLOW_PRIVATE,
-    ...tuning,
   }
 }

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createApp, listRules } from '@threadline/db'
 import { createTestEnv, type TestEnv } from '@threadline/testing'
 import type { ApiServer } from '../server.js'
-import { assertXSchema, startTestServer } from '../test-helpers.js'
+import { assertXSchema, startTestServer } from '@threadline/testing/api'
 
 let env: TestEnv
 let server: ApiServer

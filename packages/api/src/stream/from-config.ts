@@ -9,10 +9,7 @@ const MAX_BUFFERED_BYTES = 4 * 1024 * 1024
 const READ_BATCH = 500
 
 /** The filtered stream's options: the connection limit from configuration, constants for the rest. */
-export function filteredStreamOptions(
-  config: Config,
-  tuning: Partial<FilteredStreamOptions> = {},
-): FilteredStreamOptions {
+export function filteredStreamOptionsFromConfig(config: Config): FilteredStreamOptions {
   return {
     prefix: config.REDIS_PREFIX,
     databaseUrl: config.DATABASE_URL,
@@ -21,6 +18,5 @@ export function filteredStreamOptions(
     maxConnectionsPerApp: config.API_STREAM_MAX_CONNECTIONS,
     maxBufferedBytes: MAX_BUFFERED_BYTES,
     connectionScope: 'cluster',
-    ...tuning,
   }
 }

@@ -8,7 +8,9 @@ import type { Logger } from '@threadline/logger'
 import {
   addPostsBatch,
   createQueue,
-  JobTracker,
+  watchJobs,
+  type JobOutcome,
+  type JobWatch,
   type PostsJob,
   type PostsJobResult,
   POSTS_BATCH_MAX_BYTES,
@@ -31,6 +33,20 @@ export interface ImportSummary {
   unknown: number
 }
 
+/** The files' total size in bytes (the progress bar's whole); a file that cannot be read is a usage error. */
+async function totalSize(files: string[]): Promise<number> {
+  const sizes = await Promise.all(
+    files.map(async (f) => {
+      try {
+        return (await stat(f)).size
+      } catch {
+        throw new UsageError(`cannot read ${f}`)
+      }
+    }),
+  )
+  return sizes.reduce((a, b) => a + b, 0)
+}
+
 /**
  * `threadline import FILE…`: feeds NDJSON files (filtered-stream lines, search or lookup pages,
  * twarc2 output) through the `posts` queue, the same path as the live stream, then waits for the
@@ -43,16 +59,7 @@ export async function importFiles(
   options: { wait: boolean },
 ): Promise<ImportSummary> {
   if (files.length === 0) throw new UsageError('usage: threadline import FILE… [--no-wait]')
-  const sizes = await Promise.all(
-    files.map(async (f) => {
-      try {
-        return (await stat(f)).size
-      } catch {
-        throw new UsageError(`cannot read ${f}`)
-      }
-    }),
-  )
-  const totalBytes = sizes.reduce((a, b) => a + b, 0)
+  const totalBytes = await totalSize(files)
   // Refuse before queueing anything: writers would refuse the batches of a schema that is behind.
   const db = createDb({ url: config.DATABASE_URL, poolMax: 1, applicationName: 'threadline-cli' })
   try {
@@ -83,7 +90,8 @@ export async function importFiles(
   }
   const progress = new Progress()
   let finished = 0
-  const tracker = new JobTracker<PostsJobResult>(queue, redis, (o) => {
+  const outcomes: Array<Promise<void>> = []
+  const counted = (o: JobOutcome<PostsJobResult>) => {
     finished += 1
     if (o.result) {
       summary.inserted += o.result.inserted
@@ -96,10 +104,11 @@ export async function importFiles(
       finished / Math.max(summary.jobs, 1),
       `stored ${summary.inserted} Posts, ${summary.rejected} rejected`,
     )
-  })
+  }
+  let watch: JobWatch<PostsJobResult> | undefined
   let writer: Writer | undefined
   try {
-    if (options.wait) await tracker.ready()
+    if (options.wait) watch = await watchJobs(queue, 'posts', config.REDIS_PREFIX, redis)
     let readBytes = 0
     // Each job's observation time is a millisecond later than the previous one, so when a file
     // holds the same Post twice the later line is the copy that stays.
@@ -117,7 +126,7 @@ export async function importFiles(
           observed_at: observedAt,
           lines: batch,
         })
-        if (options.wait) tracker.follow(job.id!)
+        if (watch) outcomes.push(watch.outcome(job.id!).then(counted))
         summary.jobs += 1
         batch = []
         batchBytes = 0
@@ -145,11 +154,11 @@ export async function importFiles(
       writer = await composeWriter(config, logger)
       await writer.start()
     }
-    await tracker.wait()
+    await Promise.all(outcomes)
     progress.done()
     return summary
   } finally {
-    await tracker.close()
+    await watch?.close()
     await writer?.close()
     await queue.close()
     await closeRedis(redis)

@@ -1,9 +1,15 @@
 import { createServer } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { apiFromConfig, type ApiServer } from '@threadline/api'
+import { apiDepsFromConfig, apiOptionsFromConfig, createApi, type ApiServer } from '@threadline/api'
 import { loadConfig } from '@threadline/config'
 import { addRules, createApp, sql } from '@threadline/db'
-import { createMetrics, createQueueSampler, metricsFromConfig } from '@threadline/metrics'
+import {
+  createMetrics,
+  createProcessMetrics,
+  createQueueSampler,
+  metricsDepsFromConfig,
+  metricsOptionsFromConfig,
+} from '@threadline/metrics'
 import { ingestFromConfig, X_BACKOFF } from '@threadline/ingest'
 import { addPostsBatch, createQueue, type PostsJob, type PostsJobResult } from '@threadline/queue'
 import { createRedis } from '@threadline/redis'
@@ -14,7 +20,7 @@ import { composeWriter } from '../writer.js'
 
 /**
  * The roles' metrics as a process exports them (the wiring of `threadline start`): a writer and the
- * API share one registry, served by metricsFromConfig on METRICS_PORT; real batches and requests,
+ * API share one registry, served by createProcessMetrics on METRICS_PORT; real batches and requests,
  * then `/metrics` scraped over HTTP.
  */
 
@@ -65,7 +71,8 @@ describe('metrics of a writer and an API in one process', () => {
       PORT: '0',
       METRICS_PORT: String(metricsPort),
     })
-    const processMetrics = metricsFromConfig(config, env.logger, ['writer', 'api'], {
+    const processMetrics = createProcessMetrics(metricsDepsFromConfig(config, env.logger), {
+      ...metricsOptionsFromConfig(config, ['writer', 'api']),
       queueSampleMs: 100,
     })
     await processMetrics.start()
@@ -73,7 +80,10 @@ describe('metrics of a writer and an API in one process', () => {
     const writer = await composeWriter(config, env.logger, processMetrics.metrics)
     env.defer(() => writer.close())
     await writer.start()
-    api = await apiFromConfig(config, env.logger, processMetrics.metrics)
+    api = createApi(
+      await apiDepsFromConfig(config, env.logger, processMetrics.metrics),
+      apiOptionsFromConfig(config),
+    )
     env.defer(() => api.close())
     await api.start()
     token = (await createApp(env.db, 'metrics')).bearer_token
@@ -207,13 +217,18 @@ describe('metrics of a writer and an API in one process', () => {
 
   it('carries on without a server when the port is taken', async () => {
     const config = loadConfig({ ...env.env, METRICS_PORT: String(metricsPort) })
-    const second = metricsFromConfig(config, env.logger, ['writer'])
+    const second = createProcessMetrics(
+      metricsDepsFromConfig(config, env.logger),
+      metricsOptionsFromConfig(config, ['writer']),
+    )
     await second.start()
     env.defer(() => second.close())
     expect(second.url()).toBeUndefined()
-    const off = metricsFromConfig(loadConfig({ ...env.env, METRICS_PORT: '0' }), env.logger, [
-      'writer',
-    ])
+    const offConfig = loadConfig({ ...env.env, METRICS_PORT: '0' })
+    const off = createProcessMetrics(
+      metricsDepsFromConfig(offConfig, env.logger),
+      metricsOptionsFromConfig(offConfig, ['writer']),
+    )
     await off.start()
     expect(off.url()).toBeUndefined()
     await off.close()

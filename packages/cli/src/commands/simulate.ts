@@ -1,15 +1,23 @@
 import type { Config } from '@threadline/config'
 import type { Logger } from '@threadline/logger'
 import { runUntilSignal } from '@threadline/runtime'
-import { simulatorFromConfig, type SimulatorTuning } from '@threadline/simulator'
+import {
+  createSimulator,
+  simulatorOptionsFromConfig,
+  withSimulatorOverrides,
+  type SimulatorOverrides,
+} from '@threadline/simulator'
 
 /** `threadline simulate`: the synthetic X upstream alone (SIMULATOR_* configuration). */
 export async function simulate(
   config: Config,
   logger: Logger,
-  tuning?: SimulatorTuning,
+  overrides: SimulatorOverrides = {},
 ): Promise<void> {
-  const simulator = simulatorFromConfig(config, logger, tuning)
+  const simulator = createSimulator({
+    ...withSimulatorOverrides(simulatorOptionsFromConfig(config), overrides),
+    logger,
+  })
   await runUntilSignal([simulator], logger, config.SHUTDOWN_TIMEOUT_MS)
   logger.info({ url: simulator.url, demo: simulator.demoConversations() }, 'simulator listening')
 }

@@ -1,14 +1,37 @@
 import type { Config } from '@threadline/config'
 import { addRules, createDb, demoApp, sql } from '@threadline/db'
-import { apiFromConfig, type ApiTuning } from '@threadline/api'
-import { deliveryFromConfig, type DeliveryOptions } from '@threadline/delivery'
+import {
+  apiDepsFromConfig,
+  apiOptionsFromConfig,
+  createApi,
+  withApiOverrides,
+  type ApiOverrides,
+} from '@threadline/api'
+import {
+  createDelivery,
+  deliveryDepsFromConfig,
+  deliveryOptionsFromConfig,
+  type DeliveryOptions,
+} from '@threadline/delivery'
 import { ingestFromConfig, type IngestOptions } from '@threadline/ingest'
 import type { Logger } from '@threadline/logger'
-import { metricsFromConfig, type Metrics } from '@threadline/metrics'
+import {
+  createProcessMetrics,
+  metricsDepsFromConfig,
+  metricsOptionsFromConfig,
+  type Metrics,
+  type ProcessMetricsOptions,
+} from '@threadline/metrics'
 import { createQueue } from '@threadline/queue'
 import { closeRedis, createRedis } from '@threadline/redis'
 import { runUntilSignal, type Service } from '@threadline/runtime'
-import { simulatorFromConfig, type Simulator, type SimulatorTuning } from '@threadline/simulator'
+import {
+  createSimulator,
+  simulatorOptionsFromConfig,
+  withSimulatorOverrides,
+  type Simulator,
+  type SimulatorOverrides,
+} from '@threadline/simulator'
 import type { WriterOptions } from '@threadline/writer'
 import { err, UsageError } from '../output.js'
 import type { Terminal } from '../terminal.js'
@@ -20,12 +43,12 @@ import { migrate } from './migrate.js'
  * constants in production (a writer's job lock, the ingest's reconnect steps, …).
  */
 export interface RoleTuning {
-  api?: ApiTuning
+  api?: ApiOverrides
   ingest?: Partial<IngestOptions>
   writer?: Partial<WriterOptions>
   delivery?: Partial<DeliveryOptions>
-  simulator?: SimulatorTuning
-  metrics?: { queueSampleMs?: number }
+  simulator?: SimulatorOverrides
+  metrics?: Partial<ProcessMetricsOptions>
 }
 
 /** What a role needs besides configuration: the built-in simulator's URL, when one runs. */
@@ -40,8 +63,11 @@ type RoleFactory = (config: Config, logger: Logger, ctx: RoleContext) => Promise
 
 /** Every role `threadline start` can run; one codebase, several deployables. */
 export const ROLES: Record<string, RoleFactory> = {
-  api: (config, logger, ctx) =>
-    apiFromConfig(config, logger.child({ role: 'api' }), ctx.metrics, ctx.tuning.api),
+  api: async (config, logger, ctx) =>
+    createApi(
+      await apiDepsFromConfig(config, logger.child({ role: 'api' }), ctx.metrics),
+      withApiOverrides(apiOptionsFromConfig(config), ctx.tuning.api ?? {}),
+    ),
   ingest: (config, logger, ctx) =>
     ingestFromConfig(
       config,
@@ -56,12 +82,10 @@ export const ROLES: Record<string, RoleFactory> = {
     ),
   writer: (config, logger, ctx) =>
     composeWriter(config, logger.child({ role: 'writer' }), ctx.metrics, ctx.tuning.writer),
-  delivery: (config, logger, ctx) =>
-    deliveryFromConfig(
-      config,
-      logger.child({ role: 'delivery' }),
-      ctx.metrics,
-      ctx.tuning.delivery,
+  delivery: async (config, logger, ctx) =>
+    createDelivery(
+      await deliveryDepsFromConfig(config, logger.child({ role: 'delivery' }), ctx.metrics),
+      { ...deliveryOptionsFromConfig(config), ...ctx.tuning.delivery },
     ),
 }
 
@@ -190,17 +214,19 @@ export async function start(
 ): Promise<void> {
   if (options.migrate || options.demo) await migrate(config)
   // First in, last out: /metrics answers while the roles start and stop (METRICS_PORT=0: off).
-  const processMetrics = metricsFromConfig(config, logger, options.roles, tuning.metrics)
+  const processMetrics = createProcessMetrics(metricsDepsFromConfig(config, logger), {
+    ...metricsOptionsFromConfig(config, options.roles),
+    ...tuning.metrics,
+  })
   const services: Service[] = [processMetrics]
   const ctx: RoleContext = { metrics: processMetrics.metrics, tuning }
   const needsSimulator =
     options.simulate || (options.roles.includes('ingest') && !config.UPSTREAM_URL)
   if (needsSimulator) {
-    ctx.simulator = simulatorFromConfig(
-      config,
-      logger.child({ role: 'simulator' }),
-      tuning.simulator,
-    )
+    ctx.simulator = createSimulator({
+      ...withSimulatorOverrides(simulatorOptionsFromConfig(config), tuning.simulator ?? {}),
+      logger: logger.child({ role: 'simulator' }),
+    })
     // The simulator must listen before the ingest connects to it.
     await ctx.simulator.start()
     services.push({ start: async () => {}, close: () => ctx.simulator!.close() })

@@ -35,16 +35,6 @@ export async function getBackfill(db: Db, conversationId: string): Promise<Backf
     .executeTakeFirst()
 }
 
-/** Every backfill not finished (pending or running), oldest first. */
-export async function listUnfinishedBackfills(db: Db): Promise<Backfill[]> {
-  return db
-    .selectFrom('backfills')
-    .selectAll()
-    .where('status', 'in', ['pending', 'running'])
-    .orderBy('created_at')
-    .execute()
-}
-
 export type BackfillUpdate =
   /** Started (again), with the search it uses. */
   | { kind: 'running'; source?: 'recent' | 'all' }

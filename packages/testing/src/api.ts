@@ -1,12 +1,13 @@
+/** Test support for the API (`@threadline/testing/api`): X's response schemas, a server per test file. */
 import { existsSync, readFileSync } from 'node:fs'
 import { Ajv, type ValidateFunction } from 'ajv'
 import addFormatsModule from 'ajv-formats'
 import { normalizeLines } from '@threadline/domain'
-import { createApp, storeBatch, type Db } from '@threadline/db'
-import { findSharedFile, type TestEnv } from '@threadline/testing'
-import { buildServer, type ApiOptions, type ApiServer } from './server.js'
+import { buildServer, type ApiOptions, type ApiServer } from '@threadline/api'
+import { createApp, createDb, storeBatch, type Db } from '@threadline/db'
 import { createRedis } from '@threadline/redis'
-import { createDb } from '@threadline/db'
+import type { TestEnv } from './env.js'
+import { findSharedFile } from './shared.js'
 
 let ajv: Ajv | undefined
 const compiled = new Map<string, ValidateFunction>()
@@ -63,22 +64,25 @@ export const testOptions = (env: TestEnv, overrides: Partial<ApiOptions> = {}): 
   queryMaxLength: 1024,
   bodyLimit: 1_048_576,
   tokenCacheMs: 1_000,
-  tokenSecret: 'test-secret',
   ...overrides,
 })
 
 /** A server over the test env's schema and Redis prefix, with its own clients, closed at teardown. */
 export async function startTestServer(
   env: TestEnv,
-  overrides: Partial<ApiOptions> = {},
+  overrides: Partial<ApiOptions> & { tokenSecret?: string } = {},
   { listen = false }: { listen?: boolean } = {},
 ): Promise<{ server: ApiServer; token: string; appId: string; url: string }> {
-  const server = buildServer({
-    db: createDb({ url: env.databaseUrl, poolMax: 5 }),
-    redis: createRedis(env.redisUrl, 'producer', 'api-test'),
-    logger: env.logger,
-    options: testOptions(env, overrides),
-  })
+  const { tokenSecret = 'test-secret', ...options } = overrides
+  const server = buildServer(
+    {
+      db: createDb({ url: env.databaseUrl, poolMax: 5 }),
+      redis: createRedis(env.redisUrl, 'producer', 'api-test'),
+      logger: env.logger,
+      tokenSecrets: { current: tokenSecret },
+    },
+    testOptions(env, options),
+  )
   env.defer(() => server.close())
   if (listen) await server.start()
   else await server.app.ready()

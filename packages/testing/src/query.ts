@@ -1,5 +1,5 @@
 /**
- * Test support (not exported from the package): a fixed corpus with the expected answer of every
+ * Test support for the query language (`@threadline/testing/query`): a fixed corpus with the expected answer of every
  * operator, and fast-check generators of Posts and queries. The unit tests run the cases through
  * the matcher; the integration tests run the same cases through SQL on real Postgres.
  */
