@@ -126,10 +126,10 @@ const STORE_BATCH = `
     INSERT INTO posts AS p (
       id, conversation_id, author_id, in_reply_to_user_id, in_reply_to_post_id, text,
       created_at, lang, retweet_count, reply_count, like_count, quote_count, bookmark_count,
-      impression_count, search_terms, raw, observed_at, stored_xid)
+      impression_count, search_terms, raw, observed_at)
     SELECT id, conversation_id, author_id, in_reply_to_user_id, in_reply_to_post_id, text,
       created_at, lang, retweet_count, reply_count, like_count, quote_count, bookmark_count,
-      impression_count, coalesce(search_terms, '{}'), raw, observed_at, pg_current_xact_id()
+      impression_count, coalesce(search_terms, '{}'), raw, observed_at
     FROM p_eff ORDER BY id
     ON CONFLICT (id) DO UPDATE SET
       conversation_id = coalesce(excluded.conversation_id, p.conversation_id),
@@ -142,7 +142,7 @@ const STORE_BATCH = `
       like_count = excluded.like_count, quote_count = excluded.quote_count,
       bookmark_count = excluded.bookmark_count, impression_count = excluded.impression_count,
       search_terms = excluded.search_terms, raw = excluded.raw,
-      observed_at = excluded.observed_at, stored_xid = excluded.stored_xid, updated_at = now()
+      observed_at = excluded.observed_at, updated_at = now()
     WHERE p.observed_at < excluded.observed_at
     RETURNING p.id, p.conversation_id, p.in_reply_to_post_id, p.created_at, (xmax = 0) AS inserted
   ),
