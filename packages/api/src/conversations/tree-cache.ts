@@ -11,8 +11,9 @@ import {
  */
 const MAX_HELD_POSTS = 400_000
 /**
- * How old what a held tree shows may be when it is served while a newer one is read: a reply is on
- * the pages within this, plus one read and build (docs/api.md §5).
+ * How long ago the store may last have been seen at a held tree's version for that tree to be
+ * served while a newer one is read: a stored reply is on the pages within this, or within one read
+ * and build when that takes longer (docs/api.md §5).
  */
 const MAX_STALE_MS = 400
 
