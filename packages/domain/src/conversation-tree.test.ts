@@ -1,5 +1,13 @@
+import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
-import { buildConversationTree, walkConversationTree } from './conversation-tree.js'
+import {
+  buildConversationTree,
+  CONVERSATION_SORTS,
+  walkConversationTree,
+  type ConversationSort,
+  type ThreadMember,
+} from './conversation-tree.js'
+import { compareIds } from './ids.js'
 import type { SkeletonRows } from './conversation-skeleton.js'
 
 /** Rows from [id, parent, ms, likes] tuples; authors a, b, a, b, … */
@@ -131,4 +139,116 @@ describe('buildConversationTree', () => {
       expect([...walkConversationTree(inOrder)]).toEqual([...walkConversationTree(mixed)])
     }
   })
+})
+
+/**
+ * The property test's size: a fast default for a loaded 2-core box (well under a second), larger
+ * with TREE_PROPERTY_RUNS and TREE_PROPERTY_MAX_POSTS (e.g. 2000 and 3000 for a long run).
+ */
+const PROPERTY_RUNS = Number(process.env.TREE_PROPERTY_RUNS ?? 100)
+const PROPERTY_MAX_POSTS = Number(process.env.TREE_PROPERTY_MAX_POSTS ?? 60)
+/** The time the default size may take, with room for a loaded machine. */
+const PROPERTY_BUDGET_MS = 20_000
+
+type Row = { id: string; parent: string | null; author: string | null; ms: number; likes: number }
+
+/** A conversation's Posts without reply cycles, in random order: orphans, ties, withdrawn authors. */
+const skeletons = fc
+  .record({
+    seed: fc.integer({ min: 1, max: 2 ** 30 }),
+    size: fc.integer({ min: 0, max: PROPERTY_MAX_POSTS }),
+    rootStored: fc.boolean(),
+  })
+  .map(({ seed, size, rootStored }) => {
+    let s = seed
+    const random = () => ((s = (s * 16807) % 2147483647) - 1) / 2147483646
+    const rows: Row[] = []
+    for (let i = 0; i < size; i++) {
+      const id = String(101 + i)
+      const roll = random()
+      const parent =
+        roll < 0.1
+          ? `9${i}`
+          : roll < 0.2 || rows.length === 0
+            ? '100'
+            : rows[Math.floor(random() * rows.length)]!.id
+      rows.push({
+        id,
+        parent,
+        // A Post whose content is withdrawn keeps its place and has no author.
+        author: random() < 0.05 ? null : `u${Math.floor(random() * 6)}`,
+        ms: 1000 + i - Math.floor(random() * 3),
+        likes: Math.floor(random() * 4),
+      })
+    }
+    if (rootStored) rows.push({ id: '100', parent: null, author: 'u0', ms: 900, likes: 2 })
+    for (let i = rows.length - 1; i > 0; i--) {
+      const j = Math.floor(random() * (i + 1))
+      ;[rows[i], rows[j]] = [rows[j]!, rows[i]!]
+    }
+    return rows
+  })
+
+/** The tree of `rows` by recursion over sorted children lists: what the builder must equal. */
+function referenceTree(rows: readonly Row[], sort: ConversationSort) {
+  const byId = new Map(rows.map((r) => [r.id, r]))
+  const oldest = (a: Row, b: Row) => a.ms - b.ms || compareIds(a.id, b.id)
+  const order =
+    sort === 'oldest'
+      ? oldest
+      : sort === 'newest'
+        ? (a: Row, b: Row) => oldest(b, a)
+        : (a: Row, b: Row) => b.likes - a.likes || oldest(a, b)
+  const kids = new Map<string, Row[]>()
+  const tops: Row[] = []
+  for (const r of rows) {
+    if (r.id === '100') continue
+    if (r.parent !== null && byId.has(r.parent))
+      kids.set(r.parent, [...(kids.get(r.parent) ?? []), r])
+    else tops.push(r)
+  }
+  const posts: Array<{ id: string; thread: ThreadMember }> = []
+  const visit = (r: Row, depth: number): number => {
+    const thread: ThreadMember = { depth, reply_count: 0, descendant_count: 0 }
+    if (r.id !== '100' && r.parent !== null) thread.parent_id = r.parent
+    if (r.id !== '100' && !byId.has(r.parent ?? '')) thread.missing_parent = true
+    posts.push({ id: r.id, thread })
+    const children = [...(kids.get(r.id) ?? [])].sort(order)
+    thread.reply_count = children.length
+    for (const c of children) thread.descendant_count += 1 + visit(c, depth + 1)
+    return thread.descendant_count
+  }
+  const root = byId.get('100')
+  if (root) visit(root, 0)
+  for (const r of tops.sort(order)) visit(r, 1)
+  return posts
+}
+
+describe('buildConversationTree over random skeletons', () => {
+  it(
+    'equals the recursive tree in every sort, whatever the order of the rows',
+    () => {
+      fc.assert(
+        fc.property(skeletons, (posts) => {
+          const asRows: SkeletonRows = {
+            ids: posts.map((p) => p.id),
+            parents: posts.map((p) => p.parent),
+            authors: posts.map((p) => p.author),
+            createdMs: posts.map((p) => p.ms),
+            likes: posts.map((p) => p.likes),
+          }
+          for (const sort of CONVERSATION_SORTS) {
+            const tree = buildConversationTree('100', asRows, sort)
+            expect([...walkConversationTree(tree)]).toEqual(referenceTree(posts, sort))
+            for (let p = 0; p < tree.size; p++) expect(tree.positionOf(tree.idAt(p))).toBe(p)
+            expect(tree.meta.participant_count).toBe(
+              new Set(posts.flatMap((p) => (p.author === null ? [] : [p.author]))).size,
+            )
+          }
+        }),
+        { numRuns: PROPERTY_RUNS },
+      )
+    },
+    PROPERTY_BUDGET_MS,
+  )
 })

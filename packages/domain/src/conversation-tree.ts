@@ -1,4 +1,4 @@
-import { compareOldest, HeldSkeleton, type SkeletonRows } from './conversation-skeleton.js'
+import { compareOldest, type SkeletonRows } from './conversation-skeleton.js'
 
 /**
  * A conversation as a tree (docs/api.md §5): its stored Posts in depth-first pre-order from the
@@ -109,7 +109,6 @@ interface Layout {
   conversationId: string
   sort: ConversationSort
   rows: SkeletonRows
-  /** Rows in the tree: rows appended to a held skeleton later are not in it. */
   n: number
   rowOf: ReadonlyMap<string, number>
   root: number
@@ -117,14 +116,11 @@ interface Layout {
   parentRow: Int32Array
   order: Int32Array
   depthAt: Int32Array
-  walkParent: Int32Array
   replies: Int32Array
   descendants: Int32Array
   positionOfRow: Int32Array
   /** Parents referenced but not stored. */
   missing: ReadonlySet<string>
-  /** Whether some rows were reached only from a cycle of replies (walked last). */
-  cyclic: boolean
   meta: ConversationTreeMeta
 }
 
@@ -167,7 +163,7 @@ class BuiltTree implements ConversationTree {
   }
   positionOf(id: string): number | undefined {
     const r = this.layout.rowOf.get(id)
-    return r === undefined || r >= this.layout.n ? undefined : this.layout.positionOfRow[r]
+    return r === undefined ? undefined : this.layout.positionOfRow[r]
   }
 }
 
@@ -202,29 +198,17 @@ function metaOf(
  * depth-first with an explicit stack, so depth is never limited by the call stack. Every row
  * appears exactly once: a reply whose parent is stored but that the root never reaches (a cycle in
  * bad data) is hung under the root like an orphan, without `missing_parent`.
- *
- * From a HeldSkeleton, the tree holds its first `size` rows (all by default: a skeleton may have
- * grown since the version a caller builds for) and can be extended later (extendConversationTree).
  */
 export function buildConversationTree(
   conversationId: string,
   rows: SkeletonRows,
   sort: ConversationSort = 'oldest',
-  size = rows.ids.length,
 ): ConversationTree {
-  const n = size
   const { ids, parents } = rows
-  let rowOf: ReadonlyMap<string, number>
-  if (rows instanceof HeldSkeleton) rowOf = rows.rowOf
-  else {
-    const map = new Map<string, number>()
-    for (let r = 0; r < n; r++) map.set(ids[r]!, r)
-    rowOf = map
-  }
-  const rowIn = (id: string) => {
-    const r = rowOf.get(id)
-    return r !== undefined && r < n ? r : -1
-  }
+  const n = ids.length
+  const rowOf = new Map<string, number>()
+  for (let r = 0; r < n; r++) rowOf.set(ids[r]!, r)
+  const rowIn = (id: string) => rowOf.get(id) ?? -1
   const root = rowIn(conversationId)
 
   const parentRow = new Int32Array(n)
@@ -279,7 +263,6 @@ export function buildConversationTree(
   }
   if (root >= 0) walk(root, 0)
   for (const r of sorted) if (r !== root && parentRow[r]! < 0) walk(r, 1)
-  const cyclic = pos < n
   // What is left sits on a cycle of replies, or below one: walk from the cycle, reached by
   // following parents up from the first such Post in sort order.
   const chase = new Int32Array(n).fill(-1)
@@ -340,111 +323,10 @@ export function buildConversationTree(
     parentRow,
     order,
     depthAt,
-    walkParent,
     replies,
     descendants,
     positionOfRow,
     missing,
-    cyclic,
     meta: metaOf(rows, n, replyCount, missing, maxDepth, authors.size, first, last),
-  })
-}
-
-/** Posts one extension takes at most: each costs a pass over the tree's positions. */
-const MAX_EXTENSION = 64
-
-/** Copies a typed array into a longer one. */
-function grown(array: Int32Array, length: number): Int32Array {
-  const copy = new Int32Array(length)
-  copy.set(array)
-  return copy
-}
-
-/**
- * The tree of `tree`'s conversation once the rows a held skeleton appended from row `from` are in
- * it (HeldSkeleton.apply), without building it again: each new Post is the newest, so it is its
- * parent's last reply in `oldest` order (after the parent's subtree) and its first in `newest`
- * (right after the parent); a new orphan is the last or the first after the root's subtree.
- * Undefined when the tree must be built again instead: the `top` order, a tree with a cycle, too
- * many new Posts, or one that changes the tree's shape (the root, or a parent orphans waited for).
- * The tree given stays as it was.
- */
-export function extendConversationTree(
-  tree: ConversationTree,
-  skeleton: HeldSkeleton,
-  from: number,
-): ConversationTree | undefined {
-  if (!(tree instanceof BuiltTree)) return undefined
-  const old = tree.layout
-  const n = skeleton.size
-  if (old.sort === 'top' || old.cyclic || old.n !== from || n - from > MAX_EXTENSION) {
-    return undefined
-  }
-  if (n === from) return tree
-  const { ids, parents, rowOf } = skeleton
-  const order = grown(old.order, n)
-  const depthAt = grown(old.depthAt, n)
-  const parentRow = grown(old.parentRow, n)
-  const walkParent = grown(old.walkParent, n)
-  const replies = grown(old.replies, n)
-  const descendants = grown(old.descendants, n)
-  const positionOfRow = grown(old.positionOfRow, n)
-  const missing = new Set(old.missing)
-  let { reply_count: replyCount, max_depth: maxDepth } = old.meta
-  let first = old.n > 0 ? Date.parse(old.meta.first_created_at!) : Infinity
-  let last = old.n > 0 ? Date.parse(old.meta.last_created_at!) : -Infinity
-  const root = old.root
-
-  for (let r = from; r < n; r++) {
-    const id = ids[r]!
-    // A new root, or a parent that orphans were hung without: their places move.
-    if (id === old.conversationId || missing.has(id)) return undefined
-    const parent = parents[r]
-    const p = parent == null ? -2 : (rowOf.get(parent) ?? -1)
-    // A parent among the new Posts but newer than its reply, or the Post itself: bad data.
-    if (p >= r) return undefined
-    parentRow[r] = p
-    let at: number
-    let depth: number
-    if (p >= 0) {
-      const parentAt = positionOfRow[p]!
-      at = old.sort === 'oldest' ? parentAt + descendants[p]! + 1 : parentAt + 1
-      depth = depthAt[parentAt]! + 1
-      walkParent[r] = p
-      replies[p]!++
-      for (let a = p; a >= 0; a = walkParent[a]!) descendants[a]!++
-    } else {
-      if (p === -1) missing.add(parent!)
-      at = old.sort === 'oldest' ? r : root >= 0 ? descendants[root]! + 1 : 0
-      depth = 1
-      walkParent[r] = -1
-    }
-    // Positions from `at` on move one along.
-    order.copyWithin(at + 1, at, r)
-    depthAt.copyWithin(at + 1, at, r)
-    order[at] = r
-    depthAt[at] = depth
-    for (let q = 0; q < r; q++) if (positionOfRow[q]! >= at) positionOfRow[q]!++
-    positionOfRow[r] = at
-    if (parent != null) replyCount++
-    if (depth > maxDepth) maxDepth = depth
-    const ms = skeleton.createdMs[r]!
-    if (ms < first) first = ms
-    if (ms > last) last = ms
-  }
-  return new BuiltTree({
-    ...old,
-    rows: skeleton,
-    n,
-    rowOf,
-    parentRow,
-    order,
-    depthAt,
-    walkParent,
-    replies,
-    descendants,
-    positionOfRow,
-    missing,
-    meta: metaOf(skeleton, n, replyCount, missing, maxDepth, skeleton.authorSet.size, first, last),
   })
 }

@@ -12,5 +12,7 @@ export function registerConversationRoutes(app: FastifyInstance, ctx: ServerCont
   const trees = createTreeCache()
   registerConversationList(app, ctx)
   registerConversationTree(app, ctx, trees)
-  registerConversationExport(app, ctx, async (db, id) => (await trees.get(db, id)).tree('oldest'))
+  registerConversationExport(app, ctx, async (db, id) =>
+    (await trees.get(db, id, 'oldest')).tree('oldest'),
+  )
 }

@@ -1,219 +1,142 @@
-import {
-  conversationVersion,
-  readConversationSkeleton,
-  readSkeletonChanges,
-  type ConversationSkeleton,
-  type Db,
-} from '@threadline/db'
+import { conversationVersion, readConversationSkeleton, type Db } from '@threadline/db'
 import {
   buildConversationTree,
-  extendConversationTree,
-  HeldSkeleton,
   type ConversationSort,
   type ConversationTree,
 } from '@threadline/domain'
-import { WirePosts } from './wire-posts.js'
 
 /**
- * Posts of built trees a process keeps, over all conversations: a tree costs a few hundred bytes
- * a Post, and the least recently read conversations go first.
+ * Posts of held trees a process keeps, over all conversations: a skeleton and its trees cost a few
+ * hundred bytes a Post, and the least recently read conversations go first.
  */
-const MAX_CACHED_POSTS = 400_000
-/** A Post kept in wire form (≈ 1 KB) counts as this many Posts of a tree. */
-const WIRE_WEIGHT = 4
+const MAX_HELD_POSTS = 400_000
+/**
+ * How long ago the store may last have been seen at a held tree's version for that tree to be
+ * served while a newer one is read: a stored reply is on the pages within this, or within one read
+ * and build when that takes longer (docs/api.md §5).
+ */
+const MAX_STALE_MS = 400
 
 /** One conversation's skeleton at one version, and its trees built so far (one per sort). */
-export interface TreeEntry {
+export interface HeldTree {
   version: string
   reportedReplyCount: number | undefined
-  tree(sort: ConversationSort): ConversationTree
-  /**
-   * Its Posts in wire form with the fields `fields` (JSON text by id), as read at this version:
-   * what a page finds here it need not read again while the version stands. Fill with `keep`.
-   */
-  wirePosts(fields: string): ReadonlyMap<string, string>
-  keep(fields: string, posts: ReadonlyMap<string, string>): void
-}
-
-interface HeldEntry extends TreeEntry {
-  /** The snapshot the skeleton is up to date with. */
-  snapshot: string
-  skeleton: HeldSkeleton
-  /** Rows of the skeleton at this version (it may have grown since, for a later version). */
+  /** Posts in the skeleton. */
   size: number
-  trees: Partial<Record<ConversationSort, ConversationTree>>
-  wire: WirePosts
+  tree(sort: ConversationSort): ConversationTree
 }
 
-function entryOf(
-  id: string,
-  read: ConversationSkeleton,
-  skeleton: HeldSkeleton,
-  trees: HeldEntry['trees'] = {},
-  wire = new WirePosts(),
-): HeldEntry {
-  const size = skeleton.size
-  return {
-    version: read.version,
-    snapshot: read.snapshot,
-    reportedReplyCount: read.reportedReplyCount,
-    skeleton,
-    size,
-    trees,
-    wire,
-    tree(sort) {
-      return (trees[sort] ??= buildConversationTree(id, skeleton, sort, size))
-    },
-    wirePosts: (fields) => wire.get(fields) ?? new Map(),
-    // Replaced by the cache for the entries it remembers, which count what they keep.
-    keep: () => {},
-  }
+interface Slot {
+  held: HeldTree
+  /** The sorts asked for: a newer skeleton builds them before it is served. */
+  sorts: Set<ConversationSort>
+  /** When the store was last known to be at `held.version` (ms, `now`). */
+  freshAt: number
 }
 
-/** The entry after the Posts changed since `held` was read: its trees extended where they can be. */
-function advanced(id: string, held: HeldEntry, changes: ConversationSkeleton): HeldEntry {
-  if (changes.rows.ids.length === 0) {
-    return entryOf(id, changes, held.skeleton, held.trees, held.wire.without(new Set()))
-  }
-  const { skeleton, appendedFrom } = held.skeleton.apply(changes.rows)
-  const trees: HeldEntry['trees'] = {}
-  if (appendedFrom !== undefined) {
-    for (const sort of ['oldest', 'newest'] as const) {
-      const tree = held.trees[sort]
-      const extended = tree && extendConversationTree(tree, skeleton, appendedFrom)
-      if (extended) trees[sort] = extended
-    }
-  }
-  return entryOf(id, changes, skeleton, trees, held.wire.without(new Set(changes.rows.ids)))
+export interface TreeCacheOptions {
+  maxPosts?: number
+  maxStaleMs?: number
+  /** The clock (ms); tests set it. */
+  now?: () => number
 }
 
 const newer = (a: string, b: string) => BigInt(a) > BigInt(b)
 
 /**
- * Built conversation trees, kept per process by (conversation, version, sort) (docs/api.md §5).
- * The writer bumps a conversation's version in the transaction that changes it, so the pages of
- * a tree are cut from one build while nothing changes; a caller checks the version it holds
- * against the store's in the statement that reads the page (wirePostsAtVersion), or with `get`.
- * A tree held at an older version is brought forward by the Posts changed since (its delta), not
- * read again whole.
+ * Conversation trees held per process by version (docs/api.md §5). The writer raises a
+ * conversation's version in the transaction that changes it; each read compares it with the held
+ * one (a primary-key read). When it moved, one read of the whole skeleton starts (one at a time per
+ * conversation), and the held tree is served meanwhile while it is at most `maxStaleMs` behind.
  */
-export function createTreeCache(maxPosts = MAX_CACHED_POSTS) {
-  const entries = new Map<string, { entry: HeldEntry; size: number }>()
-  const reading = new Map<string, Promise<{ entry: TreeEntry; posts?: Map<string, string> }>>()
+export function createTreeCache(options: TreeCacheOptions = {}) {
+  const maxPosts = options.maxPosts ?? MAX_HELD_POSTS
+  const maxStaleMs = options.maxStaleMs ?? MAX_STALE_MS
+  const now = options.now ?? (() => performance.now())
+  const slots = new Map<string, Slot>()
+  const reading = new Map<string, Promise<HeldTree>>()
   let held = 0
 
-  const weigh = (entry: HeldEntry) => entry.size + WIRE_WEIGHT * entry.wire.count
-
-  /** Drops the least recently read entries other than `id` while over the bound. */
-  const trim = (id: string) => {
-    for (const [key, e] of entries) {
+  /** Holds `tree` unless a newer version is held; drops the least recently read past the bound. */
+  const remember = (id: string, tree: HeldTree, readAt: number, sorts: Set<ConversationSort>) => {
+    const old = slots.get(id)
+    if (old && newer(old.held.version, tree.version)) return
+    if (old) {
+      held -= old.held.size
+      slots.delete(id)
+    }
+    if (tree.size === 0) return
+    slots.set(id, { held: tree, sorts, freshAt: readAt })
+    held += tree.size
+    for (const [key, slot] of slots) {
       if (held <= maxPosts) break
       if (key === id) continue
-      entries.delete(key)
-      held -= e.size
+      slots.delete(key)
+      held -= slot.held.size
     }
   }
 
-  const remember = (id: string, entry: HeldEntry) => {
-    const old = entries.get(id)
-    if (old && newer(old.entry.version, entry.version)) return
-    if (old) {
-      held -= old.size
-      entries.delete(id)
-    }
-    const slot = { entry, size: weigh(entry) }
-    entries.set(id, slot)
-    held += slot.size
-    entry.keep = (fields, posts) => {
-      entry.wire.keep(fields, posts)
-      if (entries.get(id) !== slot) return
-      held -= slot.size
-      slot.size = weigh(entry)
-      held += slot.size
-      trim(id)
-    }
-    trim(id)
-  }
-
-  /** Concurrent reads of the same kind share one statement. */
-  const shared = (
-    key: string,
-    read: () => Promise<{ entry: TreeEntry; posts?: Map<string, string> }>,
-  ) => {
-    let pending = reading.get(key)
+  /** Reads the skeleton whole and holds it, one read at a time per conversation. */
+  const read = (db: Db, id: string): Promise<HeldTree> => {
+    let pending = reading.get(id)
     if (!pending) {
-      pending = read().finally(() => reading.delete(key))
-      reading.set(key, pending)
+      const readAt = now()
+      pending = readConversationSkeleton(db, id)
+        .then((skeleton) => {
+          const trees: Partial<Record<ConversationSort, ConversationTree>> = {}
+          const tree: HeldTree = {
+            version: skeleton.version,
+            reportedReplyCount: skeleton.reportedReplyCount,
+            size: skeleton.rows.ids.length,
+            tree: (sort) => (trees[sort] ??= buildConversationTree(id, skeleton.rows, sort)),
+          }
+          const sorts = slots.get(id)?.sorts ?? new Set()
+          // Built here rather than by the request that first needs them.
+          for (const sort of sorts) tree.tree(sort)
+          remember(id, tree, readAt, sorts)
+          return tree
+        })
+        .finally(() => reading.delete(id))
+      reading.set(id, pending)
     }
     return pending
   }
 
-  /**
-   * Reads and remembers a conversation's skeleton whole; with `posts`, also its Posts in wire
-   * form when it holds at most `upTo` (see readConversationSkeleton).
-   */
-  const load = (db: Db, id: string, posts?: { fields: readonly string[]; upTo: number }) =>
-    shared(posts ? `${id}:${posts.upTo}:${posts.fields.join(',')}` : id, () =>
-      readWhole(db, id, posts),
-    )
-
-  const readWhole = async (
-    db: Db,
-    id: string,
-    posts?: { fields: readonly string[]; upTo: number },
-  ) => {
-    const read = await readConversationSkeleton(db, id, posts)
-    const entry = entryOf(id, read, HeldSkeleton.of(read.rows))
-    // A tree that came whole with its Posts is read as cheaply again as it would be from
-    // here (one statement either way): only larger ones are kept.
-    if (!read.posts && read.rows.ids.length > 0) remember(id, entry)
-    return { entry, ...(read.posts ? { posts: read.posts } : {}) }
-  }
-
-  /**
-   * The entry at the store's version now: the held one brought forward by its delta, or, with
-   * none held, a whole read (as `load`). A caller that has seen the store at `seen` gets the held
-   * entry without a read when another caller brought it there meanwhile.
-   */
-  const refresh = (
-    db: Db,
-    id: string,
-    posts?: { fields: readonly string[]; upTo: number },
-    seen?: string,
-  ): Promise<{ entry: TreeEntry; posts?: Map<string, string> }> => {
-    const start = entries.get(id)?.entry
-    if (!start) return load(db, id, posts)
-    if (seen !== undefined && !newer(seen, start.version)) return Promise.resolve({ entry: start })
-    return shared(id, async () => {
-      const changes = await readSkeletonChanges(db, id, start.snapshot)
-      const current = entries.get(id)?.entry
-      // Another read moved the entry meanwhile: the delta no longer applies to what is held.
-      if (current !== start) return readWhole(db, id)
-      const entry = advanced(id, start, changes)
-      remember(id, entry)
-      return { entry }
-    })
+  /** Marks a conversation's held tree as the one read right now, and `sort` as asked for. */
+  const touch = (id: string, slot: Slot, sort: ConversationSort) => {
+    slots.delete(id)
+    slots.set(id, slot)
+    slot.sorts.add(sort)
   }
 
   return {
-    /** The entry held for a conversation, whatever its version (most recently read last). */
-    peek(id: string): TreeEntry | undefined {
-      const held = entries.get(id)
-      if (held) {
-        entries.delete(id)
-        entries.set(id, held)
-      }
-      return held?.entry
-    },
-    load,
-    refresh,
-    /** The entry at the store's current version: one primary-key read while nothing changed. */
-    async get(db: Db, id: string): Promise<TreeEntry> {
+    /**
+     * The conversation's tree at the store's version, or the one held while a newer one is read
+     * and what it shows is at most `maxStaleMs` old.
+     */
+    async get(db: Db, id: string, sort: ConversationSort): Promise<HeldTree> {
+      const checkedAt = now()
       const version = await conversationVersion(db, id)
-      const entry = entries.get(id)?.entry
-      return entry && entry.version === version ? entry : (await refresh(db, id)).entry
+      const slot = slots.get(id)
+      let tree: HeldTree
+      if (slot && !newer(version, slot.held.version)) {
+        slot.freshAt = Math.max(slot.freshAt, checkedAt)
+        tree = slot.held
+      } else {
+        const pending = read(db, id)
+        if (slot && now() - slot.freshAt <= maxStaleMs) {
+          // Its failure is seen by the next read that waits for one.
+          pending.catch(() => undefined)
+          tree = slot.held
+        } else tree = await pending
+      }
+      const current = slots.get(id)
+      if (current) touch(id, current, sort)
+      return tree
     },
-    /** Posts held (a wire Post counting as WIRE_WEIGHT), for tests and metrics. */
+    /** The conversation's tree read now, whatever is held. */
+    read,
+    /** Posts held, for tests and metrics. */
     held: () => held,
   }
 }

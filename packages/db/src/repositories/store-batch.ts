@@ -144,12 +144,10 @@ const STORE_BATCH = `
     INSERT INTO posts AS p (
       id, conversation_id, author_id, in_reply_to_user_id, in_reply_to_post_id, text,
       created_at, lang, retweet_count, reply_count, like_count, quote_count, bookmark_count,
-      impression_count, search_terms, raw, observed_at,
-      stored_xid)
+      impression_count, search_terms, raw, observed_at)
     SELECT id, conversation_id, author_id, in_reply_to_user_id, in_reply_to_post_id, text,
       created_at, lang, retweet_count, reply_count, like_count, quote_count, bookmark_count,
-      impression_count, search_terms, raw, observed_at,
-      pg_current_xact_id()
+      impression_count, search_terms, raw, observed_at
     FROM posts_to_write ORDER BY id
     ON CONFLICT (id) DO UPDATE SET
       conversation_id = coalesce(excluded.conversation_id, p.conversation_id),
@@ -162,8 +160,7 @@ const STORE_BATCH = `
       like_count = excluded.like_count, quote_count = excluded.quote_count,
       bookmark_count = excluded.bookmark_count, impression_count = excluded.impression_count,
       search_terms = excluded.search_terms, raw = excluded.raw,
-      observed_at = excluded.observed_at, updated_at = now(),
-      stored_xid = excluded.stored_xid
+      observed_at = excluded.observed_at, updated_at = now()
     WHERE p.observed_at < excluded.observed_at
     RETURNING p.id, p.conversation_id, p.in_reply_to_post_id, p.created_at, (xmax = 0) AS inserted
   ),

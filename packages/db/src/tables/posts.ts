@@ -1,4 +1,4 @@
-import type { ColumnType, Generated, Insertable, Selectable } from 'kysely'
+import type { Generated, Insertable, Selectable } from 'kysely'
 import type { WirePost } from '@threadline/domain'
 import type { Int8, Json, Timestamp, GeneratedTimestamp } from './columns.js'
 
@@ -23,8 +23,6 @@ export interface PostsTable {
   raw: Json<WirePost>
   /** When the upstream gave this copy; an older copy never replaces a newer one. */
   observed_at: Timestamp
-  /** The transaction that last stored or replaced this row (xid8 as text); see the migration. */
-  stored_xid: ColumnType<string | null, never, never>
   stored_at: GeneratedTimestamp
   updated_at: GeneratedTimestamp
 }
