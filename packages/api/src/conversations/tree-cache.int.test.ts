@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createTestEnv, generateConversation, waitFor, type TestEnv } from '@threadline/testing'
-import { storeLines } from '../test-helpers.js'
+import { storeLines } from '@threadline/testing/api'
 import { createTreeCache } from './tree-cache.js'
 
 // The tree cache over a real store (docs/api.md §5): a held tree is served while a newer one is
