@@ -1,10 +1,10 @@
 import type { FastifyInstance } from 'fastify'
 import { countPosts } from '@threadline/db'
 import { countsPage } from '../counts-page.js'
+import { countsJson } from '../pipeline/index.js'
 import { compileQuery } from '../query-language.js'
 import { COUNTS_PARAMS } from '../specs.js'
 import type { ServerContext } from '../types.js'
-import { jsonArray, jsonObject } from './fields.js'
 import { addRoute, type Body, type Endpoint, type RouteContext } from './route.js'
 import { DAY_MS, invalidToken, pageToken, timeWindow, tokenScope } from './window.js'
 
@@ -64,16 +64,7 @@ export function registerCountsRoutes(app: FastifyInstance, ctx: ServerContext): 
     const total = buckets.reduce((sum, b) => sum + b.tweet_count, 0)
     const meta: Body = { total_tweet_count: total }
     if (page.next !== undefined) meta.next_token = pageTokens.encode(scope, String(page.next))
-    // Hundreds of buckets a page: written as text (their times come formatted from Postgres).
-    const data = buckets.map(
-      (b) => `{"end":"${b.end}","start":"${b.start}","tweet_count":${b.tweet_count}}`,
-    )
-    return {
-      json: jsonObject([
-        ['data', jsonArray(data)],
-        ['meta', JSON.stringify(meta)],
-      ]),
-    }
+    return { json: countsJson(buckets, meta) }
   }
 
   addRoute(app, ctx, COUNTS_RECENT, counts('recent'))

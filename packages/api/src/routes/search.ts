@@ -1,12 +1,11 @@
 import type { FastifyInstance } from 'fastify'
-import { searchPosts, searchWirePosts } from '@threadline/db'
-import { isId, primaryFields } from '@threadline/domain'
+import { isId } from '@threadline/domain'
+import { pageJson, readSearchPage } from '../pipeline/index.js'
 import { compileQuery } from '../query-language.js'
-import { renderPosts } from '../render.js'
 import { SEARCH_ALL_PARAMS, SEARCH_RECENT_PARAMS } from '../specs.js'
 import type { ServerContext } from '../types.js'
-import { fieldSelection, jsonArray, jsonObject } from './fields.js'
-import { addRoute, compact, type Body, type Endpoint, type RouteContext } from './route.js'
+import { fieldSelection } from './fields.js'
+import { addRoute, type Body, type Endpoint, type RouteContext } from './route.js'
 import { invalidToken, pageToken, timeWindow, tokenScope } from './window.js'
 
 export const SEARCH_RECENT = {
@@ -45,41 +44,17 @@ export function registerSearchRoutes(app: FastifyInstance, ctx: ServerContext): 
         beforeId = pageTokens.decode(scope, token.value)
         if (beforeId === undefined || !isId(beforeId)) throw invalidToken(token.name, token.value)
       }
-      const sel = fieldSelection(c.params)
-      const pageMeta = (ids: readonly string[], more: boolean): Body => {
-        const oldest = ids[ids.length - 1]!
-        const meta: Body = { newest_id: ids[0]!, oldest_id: oldest, result_count: ids.length }
-        if (more) meta.next_token = pageTokens.encode(scope, oldest)
-        return meta
-      }
       const window = { ...w, beforeId, limit, prepared }
-      if (sel.expansions.size === 0) {
-        // Wire JSON text from Postgres when there are no includes: `bench api` shows it ≥ 1.5× faster.
-        const fields = [...primaryFields(sel)]
-        const { posts, more } = await searchWirePosts(readDb, condition, window, fields)
-        if (posts.length === 0) return { body: { meta: { result_count: 0 } } }
-        const meta = pageMeta(
-          posts.map((p) => p.id),
-          more,
-        )
-        const data = jsonArray(posts.map((p) => p.json))
-        return {
-          json: jsonObject([
-            ['data', data],
-            ['meta', JSON.stringify(meta)],
-          ]),
-        }
+      const page = await readSearchPage(readDb, condition, window, fieldSelection(c.params))
+      if (page.ids.length === 0) return { body: { meta: { result_count: 0 } } }
+      const oldest = page.ids[page.ids.length - 1]!
+      const meta: Body = {
+        newest_id: page.ids[0]!,
+        oldest_id: oldest,
+        result_count: page.ids.length,
       }
-      const { posts, more } = await searchPosts(readDb, condition, window)
-      if (posts.length === 0) return { body: { meta: { result_count: 0 } } }
-      const page = await renderPosts(readDb, posts, sel)
-      const meta = pageMeta(
-        posts.map((p) => p.id),
-        more,
-      )
-      return {
-        body: compact({ data: page.data, includes: page.includes, errors: page.errors, meta }),
-      }
+      if (page.more) meta.next_token = pageTokens.encode(scope, oldest)
+      return { json: pageJson(page, { meta }) }
     }
 
   addRoute(app, ctx, SEARCH_RECENT, search('recent'))
