@@ -22,7 +22,8 @@ import {
 
 /**
  * One Post of a skeleton as hydrated: the stored Post, to be shaped by `present`, or the Post
- * already in the selection's wire form (JSON text written by Postgres, see `readsText`).
+ * already in the selection's wire form (JSON text written by Postgres, see `readsText`), which
+ * then says itself whether it was withdrawn.
  */
 export type HydratedPost = { id: string; withdrawn?: Withdrawal } & (
   { post: StoredPost; json?: undefined } | { json: string; post?: undefined }

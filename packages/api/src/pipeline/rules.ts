@@ -24,8 +24,9 @@ export function applyRules(h: Hydration, surface: Surface): Ruled {
   const shown: Ruled['shown'] = []
   const withdrawn: string[] = []
   for (const post of h.posts) {
-    if (post.withdrawn === undefined) shown.push(post)
-    else if (surface === 'tree') shown.push({ id: post.id, placeholder: post.withdrawn })
+    const state = post.withdrawn ?? post.post?.withdrawn
+    if (state === undefined) shown.push(post)
+    else if (surface === 'tree') shown.push({ id: post.id, placeholder: state })
     else withdrawn.push(post.id)
   }
   const unknown = surface === 'lookup' ? [...h.missing, ...withdrawn] : []
