@@ -1,30 +1,12 @@
 import type { FastifyInstance } from 'fastify'
 import { countPosts } from '@threadline/db'
-import { countsPage } from '../counts-page.js'
-import { countsJson } from '../pipeline/index.js'
-import { compileQuery } from '../query-language.js'
-import { COUNTS_PARAMS } from '../specs.js'
-import type { ServerContext } from '../types.js'
-import { addRoute, type Body, type Endpoint, type RouteContext } from './route.js'
-import { DAY_MS, invalidToken, pageToken, timeWindow, tokenScope } from './window.js'
-
-export const COUNTS_RECENT = {
-  method: 'GET',
-  url: '/2/tweets/counts/recent',
-  name: 'counts-recent',
-  group: 'counts',
-  params: COUNTS_PARAMS,
-  summary: 'Counts, last 7 days',
-} as const satisfies Endpoint<typeof COUNTS_PARAMS>
-
-export const COUNTS_ALL = {
-  method: 'GET',
-  url: '/2/tweets/counts/all',
-  name: 'counts-all',
-  group: 'counts',
-  params: COUNTS_PARAMS,
-  summary: 'Counts, everything',
-} as const satisfies Endpoint<typeof COUNTS_PARAMS>
+import { countsPage } from '../../counts-page.js'
+import { countsJson } from '../../pipeline/index.js'
+import { compileQuery } from '../../query-language.js'
+import { COUNTS_ALL, COUNTS_RECENT, type COUNTS_PARAMS } from './spec.js'
+import type { ServerContext } from '../../types.js'
+import { addRoute, type Body, type RouteContext } from '../../routes/route.js'
+import { DAY_MS, invalidToken, pageToken, timeWindow, tokenScope } from '../../routes/window.js'
 
 /** Post counts by minute, hour or day (docs/api.md §2.6). */
 export function registerCountsRoutes(app: FastifyInstance, ctx: ServerContext): void {

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { compareIds } from '@threadline/domain'
 import { createTestEnv, generateConversation, type TestEnv } from '@threadline/testing'
-import type { ApiServer } from '../server.js'
-import { assertXSchema, startTestServer, storeLines } from '../test-helpers.js'
+import type { ApiServer } from '../../server.js'
+import { assertXSchema, startTestServer, storeLines } from '../../test-helpers.js'
 
 let env: TestEnv
 let server: ApiServer

@@ -1,30 +1,17 @@
 import type { FastifyInstance } from 'fastify'
 import { isId } from '@threadline/domain'
-import { pageJson, readSearchPage } from '../pipeline/index.js'
-import { compileQuery } from '../query-language.js'
-import { SEARCH_ALL_PARAMS, SEARCH_RECENT_PARAMS } from '../specs.js'
-import type { ServerContext } from '../types.js'
-import { fieldSelection } from './fields.js'
-import { addRoute, type Body, type Endpoint, type RouteContext } from './route.js'
-import { invalidToken, pageToken, timeWindow, tokenScope } from './window.js'
-
-export const SEARCH_RECENT = {
-  method: 'GET',
-  url: '/2/tweets/search/recent',
-  name: 'search-recent',
-  group: 'search',
-  params: SEARCH_RECENT_PARAMS,
-  summary: 'Search the last 7 days',
-} as const satisfies Endpoint<typeof SEARCH_RECENT_PARAMS>
-
-export const SEARCH_ALL = {
-  method: 'GET',
-  url: '/2/tweets/search/all',
-  name: 'search-all',
-  group: 'search',
-  params: SEARCH_ALL_PARAMS,
-  summary: 'Search everything',
-} as const satisfies Endpoint<typeof SEARCH_ALL_PARAMS>
+import { pageJson, readSearchPage } from '../../pipeline/index.js'
+import { compileQuery } from '../../query-language.js'
+import {
+  SEARCH_ALL,
+  SEARCH_RECENT,
+  type SEARCH_ALL_PARAMS,
+  type SEARCH_RECENT_PARAMS,
+} from './spec.js'
+import type { ServerContext } from '../../types.js'
+import { fieldSelection } from '../../routes/fields.js'
+import { addRoute, type Body, type RouteContext } from '../../routes/route.js'
+import { invalidToken, pageToken, timeWindow, tokenScope } from '../../routes/window.js'
 
 /** Search, newest first, in pages (docs/api.md §2.4). */
 export function registerSearchRoutes(app: FastifyInstance, ctx: ServerContext): void {
