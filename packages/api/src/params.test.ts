@@ -1,7 +1,10 @@
 import { describe, expect, expectTypeOf, it } from 'vitest'
 import { InvalidRequestError } from './errors.js'
 import { parseParams, queryEntries } from './params.js'
-import { COUNTS_PARAMS, LOOKUP_PARAMS, RULES_POST_PARAMS, SEARCH_RECENT_PARAMS } from './specs.js'
+import { RULES_POST_PARAMS } from './specs.js'
+import { COUNTS_PARAMS } from './tweets/counts/spec.js'
+import { LOOKUP_PARAMS } from './tweets/lookup/spec.js'
+import { SEARCH_RECENT_PARAMS } from './tweets/search/spec.js'
 
 const parse = (spec: Parameters<typeof parseParams>[0], qs: string) =>
   parseParams(spec, queryEntries(`/x?${qs}`))

@@ -2,7 +2,6 @@ import {
   MEDIA_FIELDS,
   PLACE_FIELDS,
   POLL_FIELDS,
-  SEARCH_COUNT_FIELDS,
   TWEET_EXPANSIONS,
   TWEET_FIELDS,
   USER_FIELDS,
@@ -23,45 +22,6 @@ export const FIELD_PARAMS = {
     aliasOf: 'tweet.fields',
     description: 'Alias of tweet.fields',
   },
-} as const satisfies EndpointParams
-
-export const LOOKUP_PARAMS = {
-  ids: { kind: 'ids', min: 1, max: 100, required: true, description: 'Post ids' },
-  ...FIELD_PARAMS,
-} as const satisfies EndpointParams
-
-export const LOOKUP_ONE_PARAMS = {
-  id: { kind: 'id', required: true, description: 'A Post id' },
-  ...FIELD_PARAMS,
-} as const satisfies EndpointParams
-
-const searchParams = (maxResults: number) =>
-  ({
-    query: { kind: 'string', required: true, description: 'A search query' },
-    start_time: { kind: 'time' },
-    end_time: { kind: 'time' },
-    since_id: { kind: 'id' },
-    until_id: { kind: 'id' },
-    max_results: { kind: 'int', min: 10, max: maxResults },
-    next_token: { kind: 'string' },
-    pagination_token: { kind: 'string' },
-    sort_order: { kind: 'enum', values: ['recency', 'relevancy'] },
-    ...FIELD_PARAMS,
-  }) as const satisfies EndpointParams
-
-export const SEARCH_RECENT_PARAMS = searchParams(100)
-export const SEARCH_ALL_PARAMS = searchParams(500)
-
-export const COUNTS_PARAMS = {
-  query: { kind: 'string', required: true, description: 'A search query' },
-  start_time: { kind: 'time' },
-  end_time: { kind: 'time' },
-  since_id: { kind: 'id' },
-  until_id: { kind: 'id' },
-  next_token: { kind: 'string' },
-  pagination_token: { kind: 'string' },
-  granularity: { kind: 'enum', values: ['minute', 'hour', 'day'] },
-  'search_count.fields': { kind: 'list', values: SEARCH_COUNT_FIELDS },
 } as const satisfies EndpointParams
 
 export const RULES_GET_PARAMS = {

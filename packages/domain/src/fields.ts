@@ -128,7 +128,12 @@ export interface StoredPost {
   author_id: string | null
   in_reply_to_user_id: string | null
   raw: WirePost
+  /** Set once X withdrew it: the read pipeline's rules decide what is served in its place. */
+  withdrawn?: Withdrawal
 }
+
+/** Why a stored Post is no longer served: deleted on X, or hidden (protected, suspended, dropped). */
+export type Withdrawal = 'deleted' | 'unavailable'
 
 export interface StoredUser {
   id: string

@@ -5,15 +5,16 @@ import { registerConversationRoutes } from '../conversations/index.js'
 import type { ServerContext } from '../types.js'
 import { registerActivityStreamRoute } from './activity-stream.js'
 import { registerSubscriptionRoutes } from './activity-subscriptions.js'
-import { registerCountsRoutes } from './counts.js'
-import { registerLookupRoutes } from './lookup.js'
+import { registerCountsRoutes } from '../tweets/counts/handler.js'
+import { registerLookupRoutes } from '../tweets/lookup/handler.js'
 import { registerRulesRoutes } from './rules.js'
-import { registerSearchRoutes } from './search.js'
+import { registerSearchRoutes } from '../tweets/search/handler.js'
 import { registerWebhookRoutes } from './webhooks.js'
 
 /**
  * Every `/2/` route but the filtered stream (registered beside its hub, routes/stream.ts), one
- * file per resource; the conversation resources live in conversations/.
+ * file per resource; the conversation resources live in conversations/, the Post resources in
+ * tweets/ (a folder each: spec, handler, tests).
  */
 export function registerRoutes(
   app: FastifyInstance,

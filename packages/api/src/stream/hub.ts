@@ -1,5 +1,5 @@
 import { listAllRules, listen, RULES_CHANNEL, type Db, type Listener } from '@threadline/db'
-import { primaryFields, shapePost, type FieldSelection } from '@threadline/domain'
+import type { FieldSelection } from '@threadline/domain'
 import type { Logger } from '@threadline/logger'
 import { parseQuery, RuleIndex } from '@threadline/query'
 import {
@@ -9,8 +9,9 @@ import {
   type StoredMessage,
   type StoredReader,
 } from '@threadline/redis'
+import { readStreamMessages, streamLine } from '../pipeline/index.js'
 import type { StreamConnection } from './connection.js'
-import { parseStreamPost, renderStreamPosts, type StreamPost } from './render-stream.js'
+import { parseStreamPost, type StreamPost } from './stored-entry.js'
 
 export interface StreamHubOptions {
   /** The deployment's key prefix: the hub reads `<prefix>:stored`. */
@@ -67,13 +68,6 @@ export interface AppLease {
 
 const selKeyOf = (sel: FieldSelection) =>
   [sel.tweetFields, sel.expansions, sel.userFields].map((s) => [...s].sort().join(',')).join('|')
-
-/**
- * `{…}` + matching_rules, without serialising the shaped Post again for every app; a conversation
- * feed's line (rules `''`) is the shaped Post alone.
- */
-const lineOf = (shaped: string, rules: string) =>
-  rules ? `${shaped.slice(0, -1)},"matching_rules":${rules}}` : shaped
 
 /**
  * The per-process fan-out of the filtered stream (docs/architecture.md §1, step 6). One reader follows the
@@ -242,8 +236,10 @@ export class StreamHub {
           items.map((i) => i.item),
           sub.sel,
         )
-        for (const [i, { rules }] of items.entries()) {
-          if (!sub.conn.send(lineOf(shaped[i]!, rules))) return
+        for (const { item, rules } of items) {
+          const message = shaped.get(item.post.id)
+          if (message === undefined) continue
+          if (!sub.conn.send(streamLine(message, rules))) return
           this.delivered += 1
         }
       }
@@ -267,16 +263,20 @@ export class StreamHub {
     }
   }
 
-  /** JSON text of each Post for one selection; without the DB (data only) if lookups fail. */
-  private async shape(items: readonly StreamPost[], sel: FieldSelection): Promise<string[]> {
-    try {
-      const rendered = await renderStreamPosts(this.deps.db, items, sel)
-      return rendered.map((r) => JSON.stringify(r))
-    } catch (err) {
-      this.log.warn({ err }, 'resolving stream expansions failed; sending Posts without includes')
-      const fields = primaryFields(sel)
-      return items.map((i) => JSON.stringify({ data: shapePost(i.post, fields) }))
-    }
+  /** Each Post's message for one selection, by id (see readStreamMessages). */
+  private shape(items: readonly StreamPost[], sel: FieldSelection): Promise<Map<string, string>> {
+    const authors = items.flatMap((i) => (i.author ? [i.author] : []))
+    return readStreamMessages(
+      this.deps.db,
+      items.map((i) => i.post),
+      authors,
+      sel,
+      (err) =>
+        this.log.warn(
+          { err },
+          'resolving stream expansions failed; sending Posts without includes',
+        ),
+    )
   }
 
   /** One batch from the `stored` stream, in order. */
@@ -324,16 +324,15 @@ export class StreamHub {
     this.dispatchedId = last
     if (deliveries.length === 0) return
 
-    const shaped = new Map<string, Map<StreamPost, string>>()
+    const shaped = new Map<string, Map<string, string>>()
     await Promise.all(
-      [...groups].map(async ([key, g]) => {
-        const texts = await this.shape(g.items, g.sel)
-        shaped.set(key, new Map(g.items.map((item, i) => [item, texts[i]!])))
-      }),
+      [...groups].map(async ([key, g]) => shaped.set(key, await this.shape(g.items, g.sel))),
     )
     for (const { item, subs } of deliveries) {
       for (const [sub, rules] of subs) {
-        const line = lineOf(shaped.get(sub.selKey)!.get(item)!, rules)
+        const message = shaped.get(sub.selKey)!.get(item.post.id)
+        if (message === undefined) continue
+        const line = streamLine(message, rules)
         if (sub.pending) {
           sub.pending.push(line)
           if (sub.pending.length > (this.deps.options.maxPendingMessages ?? 10_000)) {

@@ -1,6 +1,6 @@
 export * from './connection.js'
 export * from './hub.js'
 export * from '../routes/stream.js'
-export * from './render-stream.js'
+export * from './stored-entry.js'
 export * from './from-config.js'
 export * from '../routes/conversation-stream.js'

@@ -75,7 +75,8 @@ export async function usersByUsernames(db: Db, usernames: readonly string[]): Pr
 /**
  * A Post already in its wire form, as JSON text: `id`, `text` and the requested fields, in the
  * order asked. Built from columns and pieces of `raw` that Postgres renders as text, so a page of
- * Posts is never parsed into objects and serialized again (the read API's hot path). Equivalent to
+ * Posts is never parsed into objects and serialized again: the read pipeline's hydration when
+ * nothing is expanded (@threadline/api `pipeline/hydrate.ts`). Equivalent to
  * `JSON.stringify(shapePost(post, fields))` in @threadline/domain once parsed; a test holds the two
  * together.
  */

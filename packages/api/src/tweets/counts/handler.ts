@@ -1,30 +1,12 @@
 import type { FastifyInstance } from 'fastify'
 import { countPosts } from '@threadline/db'
-import { countsPage } from '../counts-page.js'
-import { compileQuery } from '../query-language.js'
-import { COUNTS_PARAMS } from '../specs.js'
-import type { ServerContext } from '../types.js'
-import { jsonArray, jsonObject } from './fields.js'
-import { addRoute, type Body, type Endpoint, type RouteContext } from './route.js'
-import { DAY_MS, invalidToken, pageToken, timeWindow, tokenScope } from './window.js'
-
-export const COUNTS_RECENT = {
-  method: 'GET',
-  url: '/2/tweets/counts/recent',
-  name: 'counts-recent',
-  group: 'counts',
-  params: COUNTS_PARAMS,
-  summary: 'Counts, last 7 days',
-} as const satisfies Endpoint<typeof COUNTS_PARAMS>
-
-export const COUNTS_ALL = {
-  method: 'GET',
-  url: '/2/tweets/counts/all',
-  name: 'counts-all',
-  group: 'counts',
-  params: COUNTS_PARAMS,
-  summary: 'Counts, everything',
-} as const satisfies Endpoint<typeof COUNTS_PARAMS>
+import { countsPage } from '../../counts-page.js'
+import { countsJson } from '../../pipeline/index.js'
+import { compileQuery } from '../../query-language.js'
+import { COUNTS_ALL, COUNTS_RECENT, type COUNTS_PARAMS } from './spec.js'
+import type { ServerContext } from '../../types.js'
+import { addRoute, type Body, type RouteContext } from '../../routes/route.js'
+import { DAY_MS, invalidToken, pageToken, timeWindow, tokenScope } from '../../routes/window.js'
 
 /** Post counts by minute, hour or day (docs/api.md §2.6). */
 export function registerCountsRoutes(app: FastifyInstance, ctx: ServerContext): void {
@@ -64,16 +46,7 @@ export function registerCountsRoutes(app: FastifyInstance, ctx: ServerContext): 
     const total = buckets.reduce((sum, b) => sum + b.tweet_count, 0)
     const meta: Body = { total_tweet_count: total }
     if (page.next !== undefined) meta.next_token = pageTokens.encode(scope, String(page.next))
-    // Hundreds of buckets a page: written as text (their times come formatted from Postgres).
-    const data = buckets.map(
-      (b) => `{"end":"${b.end}","start":"${b.start}","tweet_count":${b.tweet_count}}`,
-    )
-    return {
-      json: jsonObject([
-        ['data', jsonArray(data)],
-        ['meta', JSON.stringify(meta)],
-      ]),
-    }
+    return { json: countsJson(buckets, meta) }
   }
 
   addRoute(app, ctx, COUNTS_RECENT, counts('recent'))

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { compareIds } from '@threadline/domain'
 import { createTestEnv, generateConversation, type TestEnv } from '@threadline/testing'
-import type { ApiServer } from '../server.js'
+import type { ApiServer } from '../../server.js'
 import { assertXSchema, startTestServer, storeLines } from '@threadline/testing/api'
 
 let env: TestEnv
