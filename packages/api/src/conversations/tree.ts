@@ -1,22 +1,17 @@
 import type { FastifyInstance } from 'fastify'
-import { postsByIds, type Db } from '@threadline/db'
 import {
   CONVERSATION_SORTS,
   isId,
   notFound,
   type ConversationTree,
-  type FieldSelection,
-  type Includes,
   type ResourceNotFound,
-  type ThreadMember,
-  type WirePost,
 } from '@threadline/domain'
-import { renderPosts } from '../render.js'
+import { pageJson, readPosts } from '../pipeline/index.js'
 import { FIELD_PARAMS } from '../specs.js'
 import type { EndpointParams } from '../params.js'
 import type { ServerContext } from '../types.js'
 import { fieldSelection } from '../routes/fields.js'
-import { addRoute, compact, type Endpoint } from '../routes/route.js'
+import { addRoute, type Endpoint } from '../routes/route.js'
 import { invalidToken } from '../routes/window.js'
 import type { HeldTree, TreeCache } from './tree-cache.js'
 
@@ -109,42 +104,6 @@ function pageMeta(
   }
 }
 
-/** A Post of a page and its place in the tree. */
-interface TreeNode {
-  id: string
-  thread: ThreadMember
-}
-
-/**
- * The page's Posts in X's shape with the fields asked for, each with its `thread`, and their
- * includes: the tree's one call into rendering. A node whose Post is not found is left out.
- */
-async function renderNodes(
-  db: Db,
-  nodes: readonly TreeNode[],
-  sel: FieldSelection,
-): Promise<{
-  data: Array<WirePost & { thread: ThreadMember }>
-  includes?: Includes
-  errors: ResourceNotFound[]
-}> {
-  const rows = await postsByIds(
-    db,
-    nodes.map((n) => n.id),
-  )
-  const byId = new Map(rows.map((r) => [r.id, r]))
-  const rendered = await renderPosts(
-    db,
-    nodes.flatMap((n) => byId.get(n.id) ?? []),
-    sel,
-  )
-  const threads = new Map(nodes.map((n) => [n.id, n.thread]))
-  return {
-    ...rendered,
-    data: rendered.data.map((post) => ({ ...post, thread: threads.get(post.id)! })),
-  }
-}
-
 /** `GET /2/conversations/:conversation_id`: the tree, in pre-order pages (docs/api.md §5). */
 export function registerConversationTree(
   app: FastifyInstance,
@@ -175,19 +134,16 @@ export function registerConversationTree(
     const tree = held.tree(sort)
     if (tree.size === 0) return { body: { errors: [notFound('tweet', 'conversation_id', id)] } }
     if (!page) throw invalidToken('pagination_token', token!)
-    const nodes = page.ids.map((postId, i) => ({
-      id: postId,
-      thread: tree.threadAt(page.start + i),
-    }))
-    const rendered = await renderNodes(readDb, nodes, fieldSelection(c.params))
+    const threads = new Map(page.ids.map((postId, i) => [postId, tree.threadAt(page.start + i)]))
+    const posts = await readPosts(readDb, page.ids, fieldSelection(c.params), {
+      thread: (postId) => threads.get(postId)!,
+    })
     const nextToken = (last: string) => pageTokens.encode(scope, last)
     return {
-      body: compact({
-        data: rendered.data,
-        includes: rendered.includes,
-        errors: [...pageErrors(tree, page.start, page.end), ...rendered.errors],
-        meta: pageMeta(id, tree, held, page, nextToken),
-      }),
+      json: pageJson(
+        { ...posts, errors: [...pageErrors(tree, page.start, page.end), ...posts.errors] },
+        { meta: pageMeta(id, tree, held, page, nextToken) },
+      ),
     }
   })
 }

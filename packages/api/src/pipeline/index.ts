@@ -52,12 +52,3 @@ export async function readStreamMessages(
   })
   return presentEach(applyRules(hydrated, 'list'), sel)
 }
-
-/** Posts a skeleton read already (rows of its own query), presented as a list. */
-export async function renderHeld(
-  db: Db,
-  posts: readonly StoredPost[],
-  sel: FieldSelection,
-): Promise<PostsPage> {
-  return present(applyRules(await hydrateHeld(db, posts, sel), 'list'), sel)
-}
