@@ -3,6 +3,7 @@ import { openServiceDb } from '@threadline/db'
 import type { Logger } from '@threadline/logger'
 import type { Metrics } from '@threadline/metrics'
 import { createRedis } from '@threadline/redis'
+import { withPartitionMaintenance } from './partition-maintenance.js'
 import { createWriter, type Writer, type WriterOptions } from './writer.js'
 
 /**
@@ -50,7 +51,7 @@ export async function writerFromConfig(
     applicationName: 'threadline-writer',
     logger,
   })
-  return createWriter({
+  const writer = createWriter({
     db,
     redis: createRedis(config, 'worker', 'writer'),
     prefix: config.REDIS_PREFIX,
@@ -58,4 +59,5 @@ export async function writerFromConfig(
     metrics: metrics?.writer(),
     options,
   })
+  return withPartitionMaintenance(writer, db, config, logger)
 }

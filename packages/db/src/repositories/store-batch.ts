@@ -142,9 +142,13 @@ const STORE_BATCH = `
       like_count = excluded.like_count, quote_count = excluded.quote_count,
       bookmark_count = excluded.bookmark_count, impression_count = excluded.impression_count,
       search_terms = excluded.search_terms, raw = excluded.raw,
-      observed_at = excluded.observed_at, stored_xid = excluded.stored_xid, updated_at = now()
+      observed_at = excluded.observed_at, stored_xid = excluded.stored_xid,
+      updated_at = clock_timestamp()
     WHERE p.observed_at < excluded.observed_at
-    RETURNING p.id, p.conversation_id, p.in_reply_to_post_id, p.created_at, (xmax = 0) AS inserted
+    -- posts is partitioned, and a partitioned table has no xmax to return: a row is new when its
+    -- two default times are still equal (a replacement's clock time is later than any insert's).
+    RETURNING p.id, p.conversation_id, p.in_reply_to_post_id, p.created_at,
+      (p.updated_at = p.stored_at) AS inserted
   ),
   new_posts AS (SELECT * FROM p_up WHERE inserted),
   -- Quotes and retweets only (postsParams' q): a reply's parent is posts.in_reply_to_post_id
@@ -216,8 +220,8 @@ const STORE_BATCH = `
  *
  * Idempotent and order-free:
  * - a Post is inserted once (ON CONFLICT); only a copy observed later replaces its columns;
- * - conversation counters grow only by the Posts this statement newly inserted (xmax = 0 marks an
- *   inserted row in RETURNING), so a redelivered batch changes nothing;
+ * - conversation counters grow only by the Posts this statement newly inserted (see p_up's
+ *   RETURNING), so a redelivered batch changes nothing;
  * - root, first and last times are coalesce/least/greatest, so arrival order does not matter.
  * Rows are fed in id order so concurrent batches lock shared rows in the same order.
  *
