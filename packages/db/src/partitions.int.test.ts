@@ -3,8 +3,11 @@ import { snowflakeAt } from '@threadline/domain'
 import { createTestEnv, type TestEnv } from '@threadline/testing'
 import { sql } from 'kysely'
 import { isDataError } from './connect.js'
+import { searchQuery } from './repositories/read-posts.js'
 import {
+  createPartition,
   createPartitionsAhead,
+  dailyRanges,
   DAYS_AHEAD,
   expirePartitions,
   isMissingPartition,
@@ -100,5 +103,40 @@ describe('partitions', () => {
       SELECT count(*)::int AS n FROM pg_class WHERE relname = 'posts_legacy'
       AND relnamespace = current_schema()::regnamespace`.execute(env.db)
     expect(leftovers[0]!.n).toBe(0)
+  })
+})
+
+describe('reads that prune', () => {
+  it('a recent search with a time window reads only the partitions of its days', async () => {
+    // Daily partitions for the last 30 days instead of the coarse range that holds them.
+    const coarse = (await listPartitions(env.db, 'posts')).find(
+      (p) => p.to === snowflakeAt(day(-1)) && p.from !== undefined,
+    )!
+    await sql`DROP TABLE ${sql.table(coarse.name)}`.execute(env.db)
+    await createPartition(env.db, 'posts', { ...coarse, to: snowflakeAt(day(-30)) })
+    for (const range of dailyRanges('posts', day(-30), day(-1))) {
+      await createPartition(env.db, 'posts', range)
+    }
+    const now = new Date()
+    const start = new Date(now.getTime() - 7 * DAY)
+    const query = searchQuery(env.db, (eb) => eb('posts.search_terms', '@>', eb.val(['hello'])), {
+      startTime: start,
+      endTime: now,
+      limit: 100,
+    })
+      .select('id')
+      .compile()
+    const { rows } = await env.db.executeQuery<{ 'QUERY PLAN': unknown }>({
+      ...query,
+      sql: `EXPLAIN (FORMAT JSON) ${query.sql}`,
+    })
+    const touched = [
+      ...JSON.stringify(rows[0]!['QUERY PLAN']).matchAll(/"Relation Name":"([^"]+)"/g),
+    ]
+      .map((m) => m[1]!)
+      .sort()
+    const days = dailyRanges('posts', day(-7), day(1)).map((r) => r.name)
+    expect(touched.length).toBeGreaterThan(0)
+    expect(touched.every((name) => days.includes(name))).toBe(true)
   })
 })

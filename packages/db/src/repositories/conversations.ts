@@ -22,7 +22,8 @@ export interface ConversationSkeleton {
 }
 
 /**
- * The skeleton of a conversation's Posts that pass `where`, as one row: each tree column as one
+ * The skeleton of a conversation's Posts that pass `where` (each `where` bounds ids from the
+ * conversation's id: a reply is newer than its root, so only partitions since the root are read), as one row: each tree column as one
  * comma-joined text (element i of each is Post i: one aggregate node feeds them the same rows), so
  * that the client parses five strings rather than a row object per Post. The version and the
  * snapshot are read in the same statement, so a skeleton is labelled with exactly what it holds.
@@ -42,13 +43,13 @@ const skeletonOf = (where: string) => `
  * Every Post of a conversation, from posts_conversation_tree_idx alone (an index-only scan once
  * vacuum has marked the pages all-visible).
  */
-const SKELETON = skeletonOf('conversation_id = $1')
+const SKELETON = skeletonOf('conversation_id = $1 AND id >= $1')
 
 /**
  * The Posts of a conversation stored or replaced by a transaction that snapshot $2 did not see:
  * what changed since a skeleton read under $2 (posts_conversation_changes_idx).
  */
-const SKELETON_CHANGES = skeletonOf(`conversation_id = $1
+const SKELETON_CHANGES = skeletonOf(`conversation_id = $1 AND id >= $1
   AND stored_xid >= pg_snapshot_xmin($2::pg_snapshot)
   AND NOT pg_visible_in_snapshot(stored_xid, $2::pg_snapshot)`)
 
@@ -71,7 +72,7 @@ function skeletonWithPosts(db: Db, fields: readonly string[]) {
       .selectFrom('posts')
       .select(columns)
       .where(
-        sql<boolean>`conversation_id = $1 AND (SELECT post_count FROM conversations WHERE id = $1) <= $2`,
+        sql<boolean>`conversation_id = $1 AND id >= $1 AND (SELECT post_count FROM conversations WHERE id = $1) <= $2`,
       )
       .compile()
     const nulls = wanted.map((_, i) => `, NULL::text AS f${i}`).join('')
