@@ -104,15 +104,16 @@ export async function listPartitions(
   return ranges.sort((a, b) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0))
 }
 
-/** Creates one partition of `table` unless a table of that name exists. */
+/** Creates one partition of `table` (or of `parent`, its replacement being built) unless one of that name exists. */
 export async function createPartition(
   db: Kysely<any>,
   table: PartitionedTable,
   range: PartitionRange,
+  parent: string = table,
 ): Promise<void> {
   const from = range.from === undefined ? sql`MINVALUE` : sql.lit(range.from)
   const storage = sql.raw(PARTITION_STORAGE[table] ?? '')
-  await sql`CREATE TABLE IF NOT EXISTS ${sql.id(range.name)} PARTITION OF ${sql.id(table)}
+  await sql`CREATE TABLE IF NOT EXISTS ${sql.id(range.name)} PARTITION OF ${sql.id(parent)}
     FOR VALUES FROM (${from}) TO (${sql.lit(range.to)}) ${storage}`.execute(db)
 }
 
