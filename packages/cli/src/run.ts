@@ -5,6 +5,7 @@ import { appsCommand } from './commands/apps.js'
 import { exportCommand } from './commands/export.js'
 import { importFiles, printSummary } from './commands/import.js'
 import { migrate } from './commands/migrate.js'
+import { partitionsCommand } from './commands/partitions.js'
 import { rulesCommand } from './commands/rules.js'
 import { secretCommand } from './commands/secret.js'
 import { simulate } from './commands/simulate.js'
@@ -19,6 +20,7 @@ const HELP = `threadline — keeps whole conversations from X
 usage: threadline <command> [options]
 
   migrate                          bring the database schema to the latest version
+  partitions                       create the next days' partitions; drop expired ones (POSTS_RETENTION_DAYS)
   apps create --name NAME          create a client app; prints {"app_id","bearer_token","consumer_secret"}
   rules add|list|delete --app ID   manage an app's stream rules
   secret rotate                    a new pagination-token secret (the previous one still verifies)
@@ -73,6 +75,8 @@ async function main(argv: string[], tuning: RoleTuning): Promise<void> {
   switch (command) {
     case 'migrate':
       return migrate(config)
+    case 'partitions':
+      return partitionsCommand(config)
     case 'apps':
       return appsCommand(config, args, values)
     case 'rules':

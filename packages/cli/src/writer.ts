@@ -6,6 +6,7 @@ import { createRedis } from '@threadline/redis'
 import {
   createWriter,
   writerOptionsFromConfig,
+  withPartitionMaintenance,
   writerPoolSize,
   type Writer,
   type WriterOptions,
@@ -30,5 +31,6 @@ export async function composeWriter(
     logger,
   })
   const redis = createRedis(config, 'worker', 'writer')
-  return createWriter({ db, redis, logger, metrics: metrics?.writer() }, options)
+  const writer = createWriter({ db, redis, logger, metrics: metrics?.writer() }, options)
+  return withPartitionMaintenance(writer, db, config, logger)
 }

@@ -199,6 +199,8 @@ export const envSchema = z.object({
   WRITER_CONCURRENCY: int(4, 1, 64),
   /** How long the `stored` stream keeps entries (≥ 5 min, for `backfill_minutes`). */
   STORED_STREAM_RETENTION_MS: int(600_000, 300_000, 86_400_000),
+  /** Days of Posts kept: older daily partitions are dropped whole. Unset: kept forever. */
+  POSTS_RETENTION_DAYS: int(0, 1, 36_500),
 
   // --- delivery ---
   /** `activity` jobs one delivery process turns into events at once. */

@@ -2,6 +2,7 @@ import { CompiledQuery, Kysely, PostgresDialect } from 'kysely'
 import pg from 'pg'
 import type { Logger } from '@threadline/logger'
 import type { Database } from './tables/index.js'
+import { isMissingPartition } from './partitions.js'
 
 export type Db = Kysely<Database>
 
@@ -87,8 +88,11 @@ export function createDb(options: DbOptions): Db {
   return db
 }
 
-/** SQLSTATE classes that mean "this input is wrong", as opposed to "try again later". */
+/**
+ * SQLSTATE classes that mean "this input is wrong", as opposed to "try again later". A row for a
+ * day whose partition the maintenance job has not made yet is the latter.
+ */
 export function isDataError(err: unknown): boolean {
   const code = (err as { code?: unknown } | null)?.code
-  return typeof code === 'string' && /^(22|23|54)/.test(code)
+  return typeof code === 'string' && /^(22|23|54)/.test(code) && !isMissingPartition(err)
 }

@@ -30,6 +30,7 @@ function term(eb: Eb, t: string): Bool {
   return eb('posts.search_terms', '@>', eb.val([t]))
 }
 
+/** A quote or retweet is newer than what it references: the id bound prunes older partitions. */
 function referencedBy(eb: Eb, type: 'quoted' | 'retweeted', id: string): Bool {
   return eb(
     'posts.id',
@@ -38,7 +39,8 @@ function referencedBy(eb: Eb, type: 'quoted' | 'retweeted', id: string): Bool {
       .selectFrom('post_references as qr')
       .select('qr.post_id')
       .where('qr.referenced_id', '=', id)
-      .where('qr.type', '=', type),
+      .where('qr.type', '=', type)
+      .where('qr.post_id', '>', id),
   )
 }
 
@@ -86,10 +88,12 @@ function compile(eb: Eb, ast: Ast): Bool {
       return term(eb, langTerm(ast.value))
     case 'id':
       switch (ast.field) {
+        // A conversation's id is its root's, and a reply is newer than what it replies to: the
+        // id bound lets the planner skip the partitions from before (docs/capacity.md §2).
         case 'conversation_id':
-          return eb('posts.conversation_id', '=', ast.id)
+          return eb.and([eb('posts.conversation_id', '=', ast.id), eb('posts.id', '>=', ast.id)])
         case 'in_reply_to':
-          return eb('posts.in_reply_to_post_id', '=', ast.id)
+          return eb.and([eb('posts.in_reply_to_post_id', '=', ast.id), eb('posts.id', '>', ast.id)])
         case 'quotes_of':
           return referencedBy(eb, 'quoted', ast.id)
         case 'retweets_of':

@@ -4,7 +4,12 @@ import { createLogger } from '@threadline/logger'
 import { metricsFromConfig } from '@threadline/metrics'
 import { createRedis } from '@threadline/redis'
 import { runUntilSignal } from '@threadline/runtime'
-import { createWriter, writerOptionsFromConfig, writerPoolSize } from '@threadline/writer'
+import {
+  createWriter,
+  withPartitionMaintenance,
+  writerOptionsFromConfig,
+  writerPoolSize,
+} from '@threadline/writer'
 
 const config = loadConfig()
 const logger = createLogger({ level: config.LOG_LEVEL, name: 'writer' })
@@ -17,14 +22,19 @@ try {
     applicationName: 'threadline-writer',
     logger,
   })
-  const writer = createWriter(
-    {
-      db,
-      redis: createRedis(config, 'worker', 'writer'),
-      logger,
-      metrics: metrics.metrics.writer(),
-    },
-    options,
+  const writer = withPartitionMaintenance(
+    createWriter(
+      {
+        db,
+        redis: createRedis(config, 'worker', 'writer'),
+        logger,
+        metrics: metrics.metrics.writer(),
+      },
+      options,
+    ),
+    db,
+    config,
+    logger,
   )
   await runUntilSignal([metrics, writer], logger, config.SHUTDOWN_TIMEOUT_MS)
 } catch (err) {

@@ -4,7 +4,7 @@ import pg from 'pg'
 import copyStreams from 'pg-copy-streams'
 import { normalizeLines } from '@threadline/domain'
 
-const COLUMNS = [
+export const COLUMNS = [
   'id',
   'conversation_id',
   'author_id',
@@ -30,7 +30,7 @@ function arrayLiteral(items: readonly string[]): string {
 }
 
 /** COPY text format: backslash, tab, newline and carriage return escaped; NULL is \N. */
-function field(value: unknown, column: string): string {
+export function field(value: unknown, column: string): string {
   if (value === null || value === undefined) return '\\N'
   const s =
     column === 'search_terms'

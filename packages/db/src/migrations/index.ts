@@ -9,6 +9,7 @@ import * as secrets from './20261126T230000-secrets.js'
 import * as conversationChanges from './20261127T000000-conversation-changes.js'
 import * as rejectBatch from './20261128T120000-reject-batch.js'
 import * as dropConversationChanges from './20261128T120100-drop-conversation-changes.js'
+import * as partitions from './20261128T120200-partitions.js'
 
 /**
  * Every migration, in order. Names are timestamps so that they sort; add new files at the end
@@ -25,4 +26,5 @@ export const migrations: Record<string, Migration> = {
   '20261127T000000-conversation-changes': conversationChanges,
   '20261128T120000-reject-batch': rejectBatch,
   '20261128T120100-drop-conversation-changes': dropConversationChanges,
+  '20261128T120200-partitions': partitions,
 }

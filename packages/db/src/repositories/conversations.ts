@@ -20,7 +20,8 @@ export interface ConversationSkeleton {
  * scan once vacuum has marked the pages all-visible): each tree column as one comma-joined text
  * (element i of each is Post i: one aggregate node feeds them the same rows), so that the client
  * parses five strings rather than a row object per Post. The version is read in the same
- * statement, so a skeleton is labelled with exactly what it holds.
+ * statement, so a skeleton is labelled with exactly what it holds. `id >= $1`: a reply is newer
+ * than its root, so only the partitions since the root are read.
  */
 const SKELETON = `
   SELECT (SELECT version::text FROM conversations WHERE id = $1) AS version,
@@ -30,7 +31,7 @@ const SKELETON = `
     string_agg(coalesce(author_id::text, ''), ',') AS authors,
     string_agg(((date_part('epoch', created_at) * 1000)::bigint)::text, ',') AS ms,
     string_agg(coalesce(like_count, 0)::text, ',') AS likes
-  FROM posts WHERE conversation_id = $1`
+  FROM posts WHERE conversation_id = $1 AND id >= $1`
 
 type SkeletonRow = {
   version: string | null

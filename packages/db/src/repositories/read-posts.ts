@@ -6,8 +6,9 @@ import {
   type RawBuilder,
   type SqlBool,
 } from 'kysely'
-import type { WirePost, WireUser } from '@threadline/domain'
+import { snowflakeAt, type WirePost, type WireUser } from '@threadline/domain'
 import { queryRows, type Db } from '../connect.js'
+import { FIRST_SNOWFLAKE_ID } from '../partitions.js'
 import type { Database } from '../tables/index.js'
 
 /** A search condition over `posts`, as @threadline/query's compileSql returns. */
@@ -183,10 +184,30 @@ export interface SearchWindow {
   prepared?: boolean
 }
 
+/**
+ * X's `created_at` is its id's time cut to the second, so a time window holds the ids from the
+ * start's smallest snowflake to the end's plus a second; Posts from before snowflakes have ids
+ * below any such upper bound. The id bounds let the planner prune partitions by time; the
+ * `created_at` conditions stay exact.
+ */
+export function idBoundsOfTimes(
+  startTime?: Date,
+  endTime?: Date,
+): { from?: string; below?: string } {
+  const below = endTime && snowflakeAt(new Date(endTime.getTime() + 1_000))
+  return {
+    from: startTime && snowflakeAt(startTime),
+    below: below && BigInt(below) > BigInt(FIRST_SNOWFLAKE_ID) ? below : undefined,
+  }
+}
+
 function windowed<Q extends { where: (...args: any[]) => Q }>(query: Q, w: SearchWindow): Q {
   let q = query
   if (w.sinceId !== undefined) q = q.where('id', '>', w.sinceId)
   if (w.untilId !== undefined) q = q.where('id', '<', w.untilId)
+  const ids = idBoundsOfTimes(w.startTime, w.endTime)
+  if (ids.from !== undefined) q = q.where('id', '>=', ids.from)
+  if (ids.below !== undefined) q = q.where('id', '<', ids.below)
   if (w.startTime !== undefined) q = q.where('created_at', '>=', w.startTime)
   if (w.endTime !== undefined) q = q.where('created_at', '<', w.endTime)
   return q
@@ -221,7 +242,7 @@ export async function searchWirePosts(
   return { posts: posts.map((r) => wireJson(r, wanted)), more }
 }
 
-function searchQuery(
+export function searchQuery(
   db: Db,
   condition: PostCondition,
   window: SearchWindow & { beforeId?: string; limit: number },

@@ -160,9 +160,12 @@ const STORE_BATCH = `
       like_count = excluded.like_count, quote_count = excluded.quote_count,
       bookmark_count = excluded.bookmark_count, impression_count = excluded.impression_count,
       search_terms = excluded.search_terms, raw = excluded.raw,
-      observed_at = excluded.observed_at, updated_at = now()
+      observed_at = excluded.observed_at, updated_at = clock_timestamp()
     WHERE p.observed_at < excluded.observed_at
-    RETURNING p.id, p.conversation_id, p.in_reply_to_post_id, p.created_at, (xmax = 0) AS inserted
+    -- posts is partitioned, and a partitioned table has no xmax to return: a row is new when its
+    -- two default times are still equal (a replacement's clock time is later than any insert's).
+    RETURNING p.id, p.conversation_id, p.in_reply_to_post_id, p.created_at,
+      (p.updated_at = p.stored_at) AS inserted
   ),
   posts_new AS (SELECT * FROM posts_written WHERE inserted),
 
