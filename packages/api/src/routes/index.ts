@@ -7,8 +7,11 @@ import { registerActivityStreamRoute } from './activity-stream.js'
 import { registerSubscriptionRoutes } from './activity-subscriptions.js'
 import { registerCountsRoutes } from './counts.js'
 import { registerLookupRoutes } from './lookup.js'
+import { registerQuoteRoutes } from './quotes.js'
 import { registerRulesRoutes } from './rules.js'
 import { registerSearchRoutes } from './search.js'
+import { registerTimelineRoutes } from './timelines.js'
+import { registerUserRoutes } from './users.js'
 import { registerWebhookRoutes } from './webhooks.js'
 
 /**
@@ -26,6 +29,9 @@ export function registerRoutes(
   registerCountsRoutes(app, ctx)
   registerRulesRoutes(app, ctx)
   registerConversationRoutes(app, ctx)
+  registerUserRoutes(app, ctx)
+  registerTimelineRoutes(app, ctx)
+  registerQuoteRoutes(app, ctx)
   registerSubscriptionRoutes(app, ctx, activity)
   registerWebhookRoutes(app, ctx, activity)
   registerActivityStreamRoute(app, ctx, {

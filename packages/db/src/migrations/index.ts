@@ -7,6 +7,7 @@ import * as conversationCounters from './20261121T000500-conversation-counters.j
 import * as conversationTree from './20261126T220000-conversation-tree.js'
 import * as secrets from './20261126T230000-secrets.js'
 import * as conversationChanges from './20261127T000000-conversation-changes.js'
+import * as archiveReads from './20261128T120000-archive-reads.js'
 
 /**
  * Every migration, in order. Names are timestamps so that they sort; add new files at the end
@@ -21,4 +22,5 @@ export const migrations: Record<string, Migration> = {
   '20261126T220000-conversation-tree': conversationTree,
   '20261126T230000-secrets': secrets,
   '20261127T000000-conversation-changes': conversationChanges,
+  '20261128T120000-archive-reads': archiveReads,
 }
