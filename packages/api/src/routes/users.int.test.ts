@@ -159,3 +159,28 @@ describe('profiles: the newest seen wins', () => {
     expect(body.data.id).toBe('7202')
   })
 })
+
+describe('GET /2/openapi.json', () => {
+  it('documents every archive read with its parameters', async () => {
+    const doc = (await server.app.inject({ method: 'GET', url: '/2/openapi.json' })).json()
+    for (const path of [
+      '/2/users',
+      '/2/users/{id}',
+      '/2/users/by',
+      '/2/users/by/username/{username}',
+      '/2/users/{id}/tweets',
+      '/2/users/{id}/mentions',
+      '/2/tweets/{id}/quote_tweets',
+      '/2/conversations/{conversation_id}/metrics',
+      '/2/conversations/metrics',
+    ]) {
+      expect(doc.paths[path]?.get, path).toBeDefined()
+    }
+    const names = (path: string) =>
+      (doc.paths[path].get.parameters as Array<{ name: string }>).map((p) => p.name)
+    expect(names('/2/users/{id}/tweets')).toEqual(
+      expect.arrayContaining(['id', 'max_results', 'pagination_token', 'exclude', 'since_id']),
+    )
+    expect(names('/2/conversations/{conversation_id}/metrics')).toContain('granularity')
+  })
+})
