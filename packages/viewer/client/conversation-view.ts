@@ -9,6 +9,7 @@ import {
   type Post,
 } from './api.js'
 import { h, keepViewport, setStatus } from './dom.js'
+import { metricsHeader } from './metrics-header.js'
 import { Conversation, postText, type Node, type Sort } from './tree.js'
 
 /**
@@ -90,6 +91,7 @@ export function showConversation(
     more,
     announce,
   )
+  coverage.after(metricsHeader(conversationId, token, onUnauthorized))
 
   for (const { value, label } of SORTS) {
     const tab = h('button', { type: 'button', role: 'tab', 'data-sort': value }, label)
