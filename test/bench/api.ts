@@ -129,12 +129,64 @@ async function serveBaseline(): Promise<void> {
           })
           send(`{"data":[${data.join(',')}],"meta":{"total_tweet_count":${total}}}`)
         }, fail)
+    } else if (archivePage(url, pool, send, fail)) {
+      // A timeline or quote page (archivePage answered it).
     } else {
       res.writeHead(404)
       res.end('{}')
     }
   })
   serveBare(server, pool)
+}
+
+/**
+ * The bare baseline's timeline and quote pages: one keyset query each, X's meta written by hand
+ * (as the API orders it). False when the path is neither.
+ */
+function archivePage(
+  url: URL,
+  pool: pg.Pool,
+  send: (body: string) => void,
+  fail: (err: Error) => void,
+): boolean {
+  const cols =
+    'p.id, p.text, p.created_at, p.conversation_id, p.author_id, p.in_reply_to_user_id, p.raw'
+  const timeline = /^\/2\/users\/(\d+)\/tweets$/.exec(url.pathname)
+  const quotes = /^\/2\/tweets\/(\d+)\/quote_tweets$/.exec(url.pathname)
+  if (!timeline && !quotes) return false
+  const query = timeline
+    ? `SELECT ${cols} FROM posts p WHERE p.author_id = $1 ORDER BY p.id DESC LIMIT 101`
+    : `SELECT ${cols} FROM post_references r JOIN posts p ON p.id = r.post_id
+       WHERE r.referenced_id = $1 AND r.type = 'quoted' ORDER BY r.post_id DESC LIMIT 101`
+  pool.query<Row>(query, [(timeline ?? quotes)![1]]).then(({ rows }) => {
+    const page = rows.slice(0, 100)
+    const meta = timeline
+      ? `{"result_count":${page.length},"newest_id":"${page[0]!.id}","oldest_id":"${page.at(-1)!.id}"}`
+      : `{"result_count":${page.length}}`
+    send(`{"data":[${page.map(postJson).join(',')}],"meta":${meta}}`)
+  }, fail)
+  return true
+}
+
+/**
+ * Quotes for the quote page (data made before it had them): 300 k Posts each quote one of 1,000
+ * conversation roots, ~300 quotes each. The Posts' raw is left as is: the page asks for no
+ * field that shows the reference.
+ */
+async function ensureQuotes(db: ReturnType<typeof createDb>): Promise<void> {
+  const { rows } = await sql`SELECT 1 FROM post_references WHERE type = 'quoted' LIMIT 1`.execute(
+    db,
+  )
+  if (rows.length > 0) return
+  await sql`
+    WITH roots AS (
+      SELECT id, row_number() OVER (ORDER BY id) - 1 AS k FROM posts
+      WHERE id = conversation_id ORDER BY id LIMIT 1000)
+    INSERT INTO post_references (post_id, type, referenced_id)
+    SELECT p.id, 'quoted', r.id FROM posts p JOIN roots r ON r.k = p.id % 1000
+    WHERE p.author_id < 1300 AND p.id <> r.id
+    ON CONFLICT DO NOTHING`.execute(db)
+  await sql`ANALYZE post_references`.execute(db)
 }
 
 // ---------------------------------------------------------------- parent: data, load, figures
@@ -194,6 +246,7 @@ async function ensureData(): Promise<{ posts: number; start: Date }> {
     } else {
       console.log(`reusing ${posts} stored Posts in threadline_bench`)
     }
+    await ensureQuotes(db)
     const first = await sql<{ t: Date }>`SELECT min(created_at) AS t FROM posts`.execute(db)
     return { posts, start: first.rows[0]!.t }
   } finally {
@@ -201,7 +254,7 @@ async function ensureData(): Promise<{ posts: number; start: Date }> {
   }
 }
 
-async function sampleIds(): Promise<{ ids: string[]; conversations: string[] }> {
+async function sampleIds(): Promise<{ ids: string[]; conversations: string[]; quoted: string[] }> {
   const pool = new pg.Pool({ connectionString: benchUrl, max: 1 })
   try {
     const ids = await pool.query<{ id: string }>(
@@ -210,7 +263,14 @@ async function sampleIds(): Promise<{ ids: string[]; conversations: string[] }> 
     const convs = await pool.query<{ c: string }>(
       'SELECT DISTINCT conversation_id AS c FROM posts TABLESAMPLE SYSTEM (1) LIMIT 200',
     )
-    return { ids: ids.rows.map((r) => r.id), conversations: convs.rows.map((r) => r.c) }
+    const quoted = await pool.query<{ id: string }>(
+      "SELECT DISTINCT referenced_id AS id FROM post_references WHERE type = 'quoted' LIMIT 200",
+    )
+    return {
+      ids: ids.rows.map((r) => r.id),
+      conversations: convs.rows.map((r) => r.c),
+      quoted: quoted.rows.map((r) => r.id),
+    }
   } finally {
     await pool.end()
   }
@@ -225,7 +285,7 @@ const startChild = (mode: string) =>
 
 async function main(): Promise<void> {
   const { posts, start } = await ensureData()
-  const { ids, conversations } = await sampleIds()
+  const { ids, conversations, quoted } = await sampleIds()
   let i = 0
   const pick = <T>(list: T[]) => list[i++ % list.length]!
   const windowStart = new Date(start.getTime() - (start.getTime() % 3_600_000)).toISOString()
@@ -240,6 +300,10 @@ async function main(): Promise<void> {
     },
     search_page: () =>
       `/2/tweets/search/all?query=conversation_id:${pick(conversations)}&max_results=100&tweet.fields=${FIELDS}`,
+    timeline_page: () =>
+      `/2/users/${1000 + (i++ % 1000)}/tweets?max_results=100&tweet.fields=${FIELDS}`,
+    quote_page: () =>
+      `/2/tweets/${pick(quoted)}/quote_tweets?max_results=100&tweet.fields=${FIELDS}`,
     counts: () =>
       `/2/tweets/counts/all?query=conversation_id:${pick(conversations)}&granularity=hour&start_time=${windowStart}&end_time=${windowEnd}`,
   }
@@ -267,6 +331,8 @@ async function main(): Promise<void> {
         fetch(api.url + p, { headers: auth }).then((r) => r.json()),
         fetch(baseline.url + p).then((r) => r.json()),
       ])
+      // The baseline cannot sign a next_token (an HMAC of the API's secret).
+      delete (a as { meta?: { next_token?: string } }).meta?.next_token
       if (JSON.stringify(a) !== JSON.stringify(b)) {
         throw new Error(
           `${name}: the servers disagree\napi: ${JSON.stringify(a).slice(0, 400)}\nbaseline: ${JSON.stringify(b).slice(0, 400)}`,

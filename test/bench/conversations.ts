@@ -45,6 +45,7 @@ import {
   type LoadFigures,
 } from './lib/http-load.js'
 import { median, percentile } from './lib/runs.js'
+import { createMetricsCache } from '@threadline/api'
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
@@ -361,6 +362,8 @@ async function main(): Promise<void> {
         .join(', '),
   )
 
+  const metrics = await metricsFigures(setup, big)
+
   const api = await startChild('serve-api')
   const baseline = await startChild('serve-baseline')
   const figures: Record<string, Record<string, number>> = {}
@@ -515,10 +518,43 @@ async function main(): Promise<void> {
       ...figures,
       targets: TARGETS,
       targets_met: met,
+      metrics,
       target_ratio: TARGET_RATIO,
       ratio: Math.min(...ratios),
     }),
   )
+}
+
+/**
+ * The big tree's metrics (docs/api.md §5.5) in this process: cold (a new cache: the skeleton read
+ * and every member computed) and unchanged (held: one version read). Targets: < 300 ms, < 5 ms.
+ */
+async function metricsFigures(db: Db, big: number): Promise<Record<string, number>> {
+  const cold: number[] = []
+  for (let i = 0; i < 5; i++) {
+    const t = performance.now()
+    await createMetricsCache().get(db, BIG_ID)
+    cold.push(performance.now() - t)
+  }
+  const cache = createMetricsCache()
+  await cache.get(db, BIG_ID)
+  const held: number[] = []
+  for (let i = 0; i < 200; i++) {
+    const t = performance.now()
+    await cache.get(db, BIG_ID)
+    held.push(performance.now() - t)
+  }
+  const figures = {
+    cold_p50_ms: ms(percentileOf(cold, 50)),
+    cold_max_ms: ms(Math.max(...cold)),
+    unchanged_p50_ms: ms(percentileOf(held, 50)),
+    unchanged_p99_ms: ms(percentileOf(held, 99)),
+  }
+  console.log(
+    `metrics of ${big}: cold p50 ${figures.cold_p50_ms} ms (max ${figures.cold_max_ms}); ` +
+      `unchanged p50 ${figures.unchanged_p50_ms} ms, p99 ${figures.unchanged_p99_ms} ms`,
+  )
+  return figures
 }
 
 const mode = positionals[0]

@@ -157,6 +157,11 @@ describe('the conversation viewer', () => {
     const coverage = await page.locator('#coverage').textContent()
     expect(coverage).toContain('7 of 9 Posts collected')
     expect(coverage).toContain('1 parent not collected')
+    // The header's metrics (docs/api.md §5.5), read from the metrics endpoint.
+    await page.locator('#metrics dt').first().waitFor({ timeout: 10_000 })
+    expect(await page.locator('#metrics dt').allTextContents()).toEqual(
+      expect.arrayContaining(['Depth', 'Breadth', 'Virality', 'h-index']),
+    )
     await expect(
       page.locator(`[data-post-id="${r1a.id}"].op`).count(),
       'the root author marked',

@@ -27,6 +27,8 @@ usage: threadline <command> [options]
   import FILE… [--no-wait]         feed NDJSON files (stream lines, search/lookup pages, twarc2) through the queue
   export ID [--format jsonl|csv|graphml] [--out FILE]
                                    write a conversation as a file, in tree order (stdout without --out)
+  export --metrics [--app ID] [--out FILE]
+                                   a CSV row of metrics per followed conversation (of one app with --app)
   start [--roles a,b] [--migrate] [--simulate] [--demo]
                                    run roles in this process (default: all; the simulator too when
                                    UPSTREAM_URL is unset); --demo is what "pnpm start" runs
@@ -54,6 +56,7 @@ async function main(argv: string[], tuning: RoleTuning): Promise<void> {
       'no-wait': { type: 'boolean', default: false },
       format: { type: 'string' },
       out: { type: 'string' },
+      metrics: { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h', default: false },
     },
   })

@@ -18,6 +18,7 @@ import { followConversation } from './live-feed.js'
 import { sortFromUrl, sortTabs } from './sort-tabs.js'
 import { Conversation, type Node, type Sort } from './tree.js'
 import { TreeView } from './tree-view.js'
+import { metricsHeader } from './metrics-header.js'
 
 /**
  * The page of one conversation (docs/api.md §6): an indented tree read page by page from
@@ -157,7 +158,15 @@ export function showConversation(
   const view = new TreeView(conversationId, new Conversation(conversationId, sort))
   const more = h('button', { class: 'load-more', type: 'button' }, 'Load more replies')
   const announce = h('p', { class: 'sr-only', 'aria-live': 'polite' })
-  main.replaceChildren(...header.elements, tabs.el, view.crumbs, view.el, more, announce)
+  main.replaceChildren(
+    ...header.elements,
+    metricsHeader(conversationId, token, onUnauthorized),
+    tabs.el,
+    view.crumbs,
+    view.el,
+    more,
+    announce,
+  )
 
   const paint = () => {
     header.paint(pages.meta)

@@ -29,7 +29,7 @@ export const CONVERSATIONS_LIST = {
 const DEFAULT_PAGE = 100
 
 /** The conversation a rule value follows: exactly one `conversation_id:<id>` term. */
-function conversationOfRule(value: string): string | undefined {
+export function conversationOfRule(value: string): string | undefined {
   if (!value.includes('conversation_id:')) return undefined
   const parsed = parseQuery(value)
   return parsed.ok ? conversationIdOf(parsed.ast) : undefined

@@ -7,8 +7,11 @@ import { registerActivityStreamRoute } from './activity-stream.js'
 import { registerSubscriptionRoutes } from './activity-subscriptions.js'
 import { registerCountsRoutes } from '../tweets/counts/handler.js'
 import { registerLookupRoutes } from '../tweets/lookup/handler.js'
+import { registerQuoteRoutes } from './quotes.js'
 import { registerRulesRoutes } from './rules.js'
 import { registerSearchRoutes } from '../tweets/search/handler.js'
+import { registerTimelineRoutes } from './timelines.js'
+import { registerUserRoutes } from './users.js'
 import { registerWebhookRoutes } from './webhooks.js'
 
 /**
@@ -27,6 +30,9 @@ export function registerRoutes(
   registerCountsRoutes(app, ctx)
   registerRulesRoutes(app, ctx)
   registerConversationRoutes(app, ctx)
+  registerUserRoutes(app, ctx)
+  registerTimelineRoutes(app, ctx)
+  registerQuoteRoutes(app, ctx)
   registerSubscriptionRoutes(app, ctx, activity)
   registerWebhookRoutes(app, ctx, activity)
   registerActivityStreamRoute(app, ctx, {

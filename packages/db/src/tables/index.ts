@@ -8,6 +8,7 @@ import type {
 import type { ApiTokensTable, AppsTable } from './apps.js'
 import type { ConversationsTable } from './conversations.js'
 import type { IngestRejectsTable, OutboxTable } from './ingest.js'
+import type { PostMentionsTable } from './post-mentions.js'
 import type { PostReferencesTable } from './post-references.js'
 import type { PostsTable } from './posts.js'
 import type { SecretsTable } from './secrets.js'
@@ -19,6 +20,7 @@ export type * from './apps.js'
 export type * from './columns.js'
 export type * from './conversations.js'
 export type * from './ingest.js'
+export type * from './post-mentions.js'
 export type * from './post-references.js'
 export type * from './posts.js'
 export type * from './rules.js'
@@ -29,6 +31,7 @@ export type * from './users.js'
 export interface Database {
   posts: PostsTable
   post_references: PostReferencesTable
+  post_mentions: PostMentionsTable
   users: UsersTable
   conversations: ConversationsTable
   apps: AppsTable

@@ -1,0 +1,76 @@
+import type { FastifyRequest } from 'fastify'
+import type { PostPageWindow, ReadPost } from '@threadline/db'
+import { isId } from '@threadline/domain'
+import type { PageTokens } from '../page-token.js'
+import type { Db } from '@threadline/db'
+import { pageJson, readPosts } from '../pipeline/index.js'
+import { fieldSelection, type FieldParams } from './fields.js'
+import type { Answer, Body } from './route.js'
+import { invalidToken, timeWindow, tokenScope, type WindowParams } from './window.js'
+
+/** The paging parameters of the archive's Post lists (timelines, mentions, quotes). */
+export interface PostPageParams extends WindowParams, FieldParams {
+  max_results?: number
+  pagination_token?: string
+  exclude?: readonly ('replies' | 'retweets')[]
+}
+
+/**
+ * The window of one page: X's bounds, the page size, and the position in a `pagination_token`
+ * bound to the endpoint, its subject (a user, a Post) and the bounds, so a token of another list
+ * is refused (400).
+ */
+export function pageWindow(
+  request: FastifyRequest,
+  tokens: PageTokens,
+  list: string,
+  p: PostPageParams,
+  now: Date,
+  defaultSize: number,
+): { window: PostPageWindow; scope: string } {
+  const w = timeWindow(request, p, now, false)
+  const exclude = [...new Set(p.exclude ?? [])].sort()
+  const scope = tokenScope(request, list, '', w, exclude.join(','))
+  let beforeId: string | undefined
+  const token = p.pagination_token
+  if (token !== undefined) {
+    beforeId = tokens.decode(scope, token)
+    if (beforeId === undefined || !isId(beforeId)) throw invalidToken('pagination_token', token)
+  }
+  return {
+    scope,
+    window: {
+      ...w,
+      beforeId,
+      limit: p.max_results ?? defaultSize,
+      excludeReplies: exclude.includes('replies'),
+      excludeRetweets: exclude.includes('retweets'),
+    },
+  }
+}
+
+/**
+ * A page answered as X does: the skeleton's ids through the read pipeline, `meta` with
+ * `result_count`, the newest and oldest ids (when `withIds`) and `next_token` when more follow.
+ */
+export async function postPageAnswer(
+  ctx: { readDb: Db; pageTokens: PageTokens },
+  scope: string,
+  p: FieldParams,
+  page: { posts: ReadPost[]; more: boolean },
+  withIds = true,
+): Promise<Answer> {
+  const { posts, more } = page
+  if (posts.length === 0) return { body: { meta: { result_count: 0 } } }
+  const rendered = await readPosts(
+    ctx.readDb,
+    posts.map((post) => post.id),
+    fieldSelection(p),
+  )
+  const oldest = posts[posts.length - 1]!.id
+  const meta: Body = withIds
+    ? { result_count: posts.length, newest_id: posts[0]!.id, oldest_id: oldest }
+    : { result_count: posts.length }
+  if (more) meta.next_token = ctx.pageTokens.encode(scope, oldest)
+  return { json: pageJson(rendered, { meta }) }
+}
