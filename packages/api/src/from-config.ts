@@ -96,6 +96,7 @@ export async function apiFromConfig(
       queryMaxLength: DEFAULT_MAX_LENGTH,
       bodyLimit: BODY_LIMIT_BYTES,
       tokenCacheMs: TOKEN_CACHE_MS,
+      trustedProxies: config.API_TRUSTED_PROXIES,
       tokenSecret: secrets.current,
       previousTokenSecret: secrets.previous,
       backfillSource: config.UPSTREAM_SEARCH,
@@ -112,6 +113,9 @@ export async function apiFromConfig(
   registerConversationStream(server.app, stream, {
     maxConnectionsPerApp: config.API_CONVERSATION_STREAM_MAX_CONNECTIONS,
   })
-  if (metrics) instrumentHttp(server.app, metrics.api())
+  if (metrics) {
+    instrumentHttp(server.app, metrics.api())
+    metrics.api().tokenLookups(server.tokenLookups)
+  }
   return server
 }

@@ -15,9 +15,8 @@ import {
   payloadTooLarge,
   serviceUnavailable,
   tooManyRequests,
-  unauthorized,
 } from './errors.js'
-import { createAuthenticator } from './auth.js'
+import { createAuthenticator, type Authenticator } from './auth.js'
 import { jsonBodyError } from './body-limits.js'
 import { createOpenApi } from './openapi.js'
 import { createPageTokens } from './page-token.js'
@@ -34,6 +33,8 @@ export interface ApiServer extends Service {
   app: FastifyInstance
   /** The listening address once started (`http://host:port`). */
   url(): string
+  /** Bearer-token lookups made so far. */
+  tokenLookups: Authenticator['stats']
 }
 
 /**
@@ -91,6 +92,8 @@ export function buildServer(deps: ApiDeps): ApiServer {
       querystringParser: () => ({}),
     },
     return503OnClosing: true,
+    // The client's address (rate budgets) from X-Forwarded-For, believed only from these proxies.
+    trustProxy: options.trustedProxies?.length ? options.trustedProxies : false,
   })
 
   // Bodies are read as text and parsed by the route, so every failure gets X's message.
@@ -150,9 +153,9 @@ export function buildServer(deps: ApiDeps): ApiServer {
     const endpoint = request.routeOptions.config?.endpoint
     if (!endpoint) return applyFullWindow(reply)
     const auth = await authenticate(request.headers.authorization, request.ip)
-    if (!('app' in auth)) {
+    if ('refused' in auth) {
       applyFullWindow(reply)
-      throw 'limited' in auth ? tooManyRequests() : unauthorized()
+      throw auth.refused
     }
     const client = auth.app
     request.client = client
@@ -225,6 +228,7 @@ export function buildServer(deps: ApiDeps): ApiServer {
   return {
     app,
     url: () => address,
+    tokenLookups: authenticate.stats,
     async start() {
       address = await app.listen({ host: options.host, port: options.port })
       log.info({ address }, 'api listening')

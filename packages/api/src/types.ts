@@ -17,6 +17,8 @@ export interface ApiOptions {
   queryMaxLength: number
   bodyLimit: number
   tokenCacheMs: number
+  /** Proxies (addresses or CIDR ranges) whose X-Forwarded-For names the client (API_TRUSTED_PROXIES). */
+  trustedProxies?: string[]
   /** Signs pagination tokens. */
   tokenSecret: string
   /** The secret before the last rotation: still verifies tokens, signs none. */
