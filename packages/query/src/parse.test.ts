@@ -1,4 +1,5 @@
 import fc from 'fast-check'
+import { HEAVY_TEST_MS, testSize } from '@threadline/testing'
 import { describe, expect, it } from 'vitest'
 import { parseQuery } from './parse.js'
 import { conversationIdOf } from './inspect.js'
@@ -198,9 +199,9 @@ describe('parseQuery is total', () => {
           }
         },
       ),
-      { numRuns: 3000 },
+      { numRuns: testSize(600, 3000) },
     )
-  })
+  }, HEAVY_TEST_MS)
 
   it('accepts what the query generator makes or gives reasons', () => {
     fc.assert(
@@ -208,7 +209,7 @@ describe('parseQuery is total', () => {
         const r = parseQuery(q)
         expect(r.ok || r.errors.length > 0).toBe(true)
       }),
-      { numRuns: 500 },
+      { numRuns: testSize(200, 500) },
     )
-  })
+  }, HEAVY_TEST_MS)
 })
