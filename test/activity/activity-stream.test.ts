@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createApp } from '@threadline/db'
 import { formatPostTime, generateId, snowflakeTime } from '@threadline/domain'
 import { publishActivity, recentActivity } from '@threadline/queue'
-import { createTestEnv, waitFor, type TestEnv } from '@threadline/testing'
+import { createTestEnv, waitFor, waitForValue, type TestEnv } from '@threadline/testing'
 import { storeLines, type Writer } from '@threadline/writer'
 import { startTestServer } from '@threadline/testing/api'
 
@@ -263,7 +263,7 @@ describe('GET /2/activity/stream', () => {
     expect(s.badFraming).toEqual([])
     s.close()
 
-    const plain = await waitFor('a reconnect accepted', async () => {
+    const plain = await waitForValue('a reconnect accepted', async () => {
       const again = await openActivityStream(c.token)
       if (again.status === 200) return again
       again.close()
@@ -350,7 +350,7 @@ describe('GET /2/activity/stream', () => {
     const elsewhere = await openActivityStream(f.token)
     expect(elsewhere.status).toBe(200)
     first.close()
-    const again = await waitFor('a reconnect accepted', async () => {
+    const again = await waitForValue('a reconnect accepted', async () => {
       const s = await openActivityStream(e.token)
       if (s.status === 200) return s
       s.close()

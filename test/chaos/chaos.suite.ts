@@ -4,7 +4,7 @@ import { tokenize } from '@threadline/domain'
 import { silentLogger } from '@threadline/logger'
 import { createQueue } from '@threadline/queue'
 import { closeRedis, createRedis, type Redis } from '@threadline/redis'
-import { waitFor } from '@threadline/testing'
+import { waitFor, waitForValue } from '@threadline/testing'
 import {
   openSlowReader,
   startWebhookReceiver,
@@ -170,13 +170,13 @@ describe.skipIf(!binaries.ok)('chaos: faults while the simulator streams and cli
    * every Post sent up to then is in Postgres: the pipeline carries new traffic again, nothing lost.
    */
   async function settle(what: string, before?: Set<string>): Promise<number> {
-    const ids = await waitFor(
+    const ids = await waitForValue(
       `${what}: new Posts sent after the fault`,
       async () => {
         const now = await sentIds()
         let fresh = 0
         for (const id of now) if (!before?.has(id)) fresh++
-        return fresh >= knobs.fresh && now
+        return fresh >= knobs.fresh ? now : undefined
       },
       { timeoutMs: knobs.faultTimeoutMs, intervalMs: 250 },
     )
@@ -281,14 +281,16 @@ describe.skipIf(!binaries.ok)('chaos: faults while the simulator streams and cli
       await fault('drop the upstream connection', async () => {
         const before = await stack.sim<{ streamConnects: number }>('GET', '/_sim/stats')
         await stack.sim('POST', '/_sim/faults', { fault: 'drop' })
-        const after = await waitFor(
+        const after = await waitForValue(
           'the ingest to reconnect to the upstream',
           async () => {
             const s = await stack.sim<{ streamConnects: number; streamConnections: number }>(
               'GET',
               '/_sim/stats',
             )
-            return s.streamConnects > before.streamConnects && s.streamConnections === 1 && s
+            return s.streamConnects > before.streamConnects && s.streamConnections === 1
+              ? s
+              : undefined
           },
           { timeoutMs: knobs.faultTimeoutMs, intervalMs: 100 },
         )
@@ -301,7 +303,10 @@ describe.skipIf(!binaries.ok)('chaos: faults while the simulator streams and cli
           'a posts batch in flight',
           async () => (await postsQueue!.getActiveCount()) > 0,
           { timeoutMs: 20_000, intervalMs: 5 },
-        ).catch(() => false)
+        ).then(
+          () => true,
+          () => false,
+        )
         const victim = stack.writers[0]!
         await victim.kill('SIGKILL')
         stack.writers.shift()

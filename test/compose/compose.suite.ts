@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
-import { waitFor } from '@threadline/testing'
+import { waitFor, waitForValue } from '@threadline/testing'
 import { Compose, complaints, run, type Complaint } from './compose.js'
 
 /**
@@ -62,6 +62,12 @@ const NOT_OURS: { container: RegExp; line: RegExp; why: string }[] = [
     why: 'the health check answered during the shutdown (the services, stopped first, are gone)',
   },
 ]
+
+/**
+ * Posts one writer may have committed but not published when it is killed: its batches in hand
+ * (WRITER_CONCURRENCY, 4 in compose) of at most 500 lines (POSTS_BATCH_MAX_LINES).
+ */
+const STORED_REPEATS_MAX = 4 * 500
 
 interface Sent {
   total: number
@@ -161,7 +167,7 @@ describe('the compose stack, built and run', () => {
     expect(added.body.meta.summary.created).toBe(1)
 
     const query = encodeURIComponent(`conversation_id:${conversation}`)
-    const found = await waitFor(
+    const found = await waitForValue(
       'the conversation served by search',
       async () => {
         const page = await api(
@@ -202,7 +208,7 @@ describe('the compose stack, built and run', () => {
           'GET',
           '/2/tweets/search/stream/rules',
         )
-        return upstream.data?.some((r) => r.value === BROAD)
+        return upstream.data?.some((r) => r.value === BROAD) ?? 'no rules upstream'
       },
       { timeoutMs: 60_000, intervalMs: 500 },
     )
@@ -246,15 +252,36 @@ describe('the compose stack, built and run', () => {
     timings.burst_stored_ms = Date.now() - started
     timings.burst_posts = sent.total
 
-    const [[rows, duplicated, mismatched]] = (await compose.sql(
-      `SELECT (SELECT count(*) FROM posts),
-              (SELECT count(*) FROM (SELECT id FROM posts GROUP BY id HAVING count(*) > 1) d),
-              (SELECT count(*) FROM conversations c
-                 WHERE c.post_count <> (SELECT count(*) FROM posts p WHERE p.conversation_id = c.id))`,
-    )) as [[string, string, string]]
-    expect(Number(rows)).toBeGreaterThanOrEqual(sent.total)
-    expect(Number(duplicated), 'Posts stored twice').toBe(0)
-    expect(Number(mismatched), 'conversations whose post_count is not their Posts').toBe(0)
+    // Posts are keyed by id, so a repeat shows where it is counted: each conversation's post_count
+    // against its Posts, the outbox (drained once all is published), and the `stored` stream.
+    const idList = `'{${sent.ids.join(',')}}'::bigint[]`
+    const [[stored, conversations, miscounted, outbox]] = (await compose.sql(
+      `WITH sent AS (SELECT conversation_id AS id, count(*) AS n FROM posts
+                       WHERE id = ANY(${idList}) GROUP BY conversation_id)
+       SELECT (SELECT coalesce(sum(n), 0) FROM sent),
+              (SELECT count(*) FROM sent),
+              (SELECT count(*) FROM conversations c JOIN sent USING (id)
+                 WHERE c.post_count <> (SELECT count(*) FROM posts p WHERE p.conversation_id = c.id)),
+              (SELECT count(*) FROM outbox)`,
+    )) as [[string, string, string, string]]
+    const published = await compose.storedStreamPostIds()
+    const streamed = new Map<string, number>()
+    for (const id of published) streamed.set(id, (streamed.get(id) ?? 0) + 1)
+    const unpublished = sent.ids.filter((id) => !streamed.has(id))
+    const repeated = sent.ids.filter((id) => streamed.get(id)! > 1)
+    Object.assign(timings, {
+      burst_conversations: Number(conversations),
+      burst_stream_repeats: repeated.length,
+    })
+    expect(Number(stored), 'Posts sent and stored').toBe(sent.total)
+    expect(Number(miscounted), 'conversations whose post_count is not their Posts').toBe(0)
+    expect(Number(outbox), 'outbox rows never published').toBe(0)
+    expect(unpublished.slice(0, 5), 'Posts stored but not on the stored stream').toEqual([])
+    // A writer killed between its commit and its publish leaves the relay to publish again: a
+    // repeat, never a gap (docs/architecture.md); at most what that writer had in hand.
+    expect(repeated.length, 'Posts on the stored stream twice').toBeLessThanOrEqual(
+      STORED_REPEATS_MAX,
+    )
   })
 
   it('stops every service within its grace period, and no service logged an error or warning', async () => {

@@ -99,6 +99,25 @@ export class Compose {
       .map((line) => line.split('\t'))
   }
 
+  /**
+   * The Post ids on the `stored` stream, a repeat as often as it was published: a script in Redis
+   * unpacks the entries (fields `post:<id>`, see packages/redis/src/stored-stream.ts) and answers
+   * only the ids, not the bodies.
+   */
+  async storedStreamPostIds(prefix = 'threadline'): Promise<string[]> {
+    const script = `local ids = {}
+for _, entry in ipairs(redis.call('XRANGE', KEYS[1], '-', '+')) do
+  local fields = entry[2]
+  for i = 1, #fields, 2 do
+    if string.sub(fields[i], 1, 5) == 'post:' then table.insert(ids, string.sub(fields[i], 6)) end
+  end
+end
+return ids`
+    const args = ['exec', '-T', 'redis', 'redis-cli', '--raw', 'EVAL', script, '1']
+    const { stdout } = await this.run([...args, `${prefix}:stored`], 120_000)
+    return stdout.split('\n').filter((line) => /^\d+$/.test(line))
+  }
+
   /** An admin request to the simulator, from inside its own container (its port is not published). */
   async simulator<T>(method: string, path: string, body?: unknown): Promise<T> {
     const script = [

@@ -19,7 +19,7 @@ import {
 } from '../stream/harness.js'
 
 /**
- * `GET /2/conversations/:id/stream` end to end, as production builds the API (apiFromConfig): the
+ * `GET /2/conversations/:id/stream` end to end, as production builds the API (createApi): the
  * writer stores Posts and relays them to `stored`; the hub sends each conversation's Posts to its
  * feeds, with no rule needed.
  */

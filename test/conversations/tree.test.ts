@@ -8,11 +8,13 @@ import {
   conversationFixture,
   expectedErrors,
   expectedTree,
+  streamLine,
   type ExpectedNode,
   type GenPost,
   type Sort,
 } from './fixture.js'
 import { postsQueue, storedCount as countIn } from './harness.js'
+import { addPostsBatch, createQueue, watchJobs, type PostsJob } from '@threadline/queue'
 
 /**
  * GET /2/conversations/:id (docs/api.md §5) over Posts stored by the real writer from the posts
@@ -163,11 +165,28 @@ describe('GET /2/conversations/:conversation_id', () => {
       post_count: allArrived().length,
       reply_count: allArrived().length - 1,
     })
-    await send(allArrived().slice(0, 40))
-    // A marker batch after it: once the marker is stored, the redelivery was handled.
-    const marker = conversationFixture(36, Date.UTC(2026, 9, 1)).posts[0]!
-    await send([marker])
-    await waitFor('marker stored', async () => (await storedCount(marker.id)) === 1)
+    // The same lines again, as a job of its own whose end is watched: with several writers a later
+    // marker job could be stored before this one commits.
+    const queue = createQueue<PostsJob>('posts', {
+      connection: env.redis,
+      prefix: env.prefix,
+      logger: env.logger,
+    })
+    const watch = await watchJobs(queue, 'posts', env.prefix, env.redis)
+    env.defer(async () => {
+      await watch.close()
+      await queue.close()
+    })
+    const id = `redelivery-${fx.rootId}`
+    const done = watch.done(id)
+    const lines = allArrived().slice(0, 40).map(streamLine)
+    const batch = { id, firstAttempt: true, source: 'test', lines }
+    await addPostsBatch(queue, env.redis, env.prefix, {
+      ...batch,
+      observed_at: new Date().toISOString(),
+    })
+    await done
+    expect(await queue.getJobState(id), 'the redelivered batch committed').toBe('completed')
     expect(await counters()).toEqual(before)
     await checkAllPages(allArrived(), 'oldest', 1000)
   })

@@ -1,13 +1,9 @@
 import { createHmac } from 'node:crypto'
 import fc from 'fast-check'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import {
-  apiDepsFromConfig,
-  apiOptionsFromConfig,
-  createApi,
-  withApiOverrides,
-  type ApiServer,
-} from '@threadline/api'
+import { fork, type ChildProcess } from 'node:child_process'
+import { readFileSync } from 'node:fs'
+import { fileURLToPath } from 'node:url'
 import { apiTokenSecrets, createApp, findApp, storeBatch } from '@threadline/db'
 import { normalizeLines } from '@threadline/domain'
 import { createTestEnv, generateConversation, type TestEnv } from '@threadline/testing'
@@ -25,8 +21,9 @@ import {
 
 /**
  * The API under hostile, grammar-aware input (docs/operations.md, "Hostile input"): the real
- * server on loopback with real Postgres and Redis. Fails on a 5xx, an answer slower than
- * SLOW_MS, a stack trace or a secret in a body, or the process's RSS growing past RSS_BOUND.
+ * server on loopback with real Postgres and Redis, in a child process (server.ts). Fails on a 5xx,
+ * an answer slower than SLOW_MS, a stack trace or a secret in a body, or the server's RSS growing
+ * past RSS_BOUND (measured in its own process: the fuzzer's memory is not counted).
  *
  * Seeded: the seed is printed; `FUZZ_SEED=<seed> pnpm test:fuzz` replays a run.
  */
@@ -35,7 +32,7 @@ const SLOW_MS = 2_000
 const RSS_BOUND = 384 * 1024 * 1024
 
 let env: TestEnv
-let server: ApiServer
+let server: ChildProcess
 let base: string
 let token: string
 /** Strings no answer may hold. */
@@ -53,22 +50,18 @@ beforeAll(async () => {
   env = await createTestEnv({
     API_RATE_LIMITS: 'lookup:1000000,search:1000000,counts:1000000,rules:1000000',
   })
-  server = createApi(
-    await apiDepsFromConfig(env.config, env.logger),
-    withApiOverrides(apiOptionsFromConfig(env.config), {
-      server: { host: '127.0.0.1', port: 0 },
-      // Every webhook host name resolves to loopback, which the address policy refuses: no CRC
-      // check leaves this machine.
-      activity: {
-        allowPrivate: false,
-        lookup: ((_host: string, _opts: unknown, cb: (...a: unknown[]) => void) =>
-          cb(null, [{ address: '127.0.0.1', family: 4 }])) as never,
-      },
-    }),
-  )
-  env.defer(() => server.close())
-  await server.start()
-  base = server.url()
+  server = fork(fileURLToPath(new URL('./server.ts', import.meta.url)), [], {
+    env: { ...process.env, ...env.env, METRICS_PORT: '0' },
+    execArgv: ['--import', 'tsx', '--expose-gc'],
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  })
+  env.defer(() => ask(server, 'close', 'disconnect'))
+  base = await new Promise<string>((resolve, reject) => {
+    server.once('message', (m) => resolve((m as { url: string }).url))
+    server.once('exit', (code) =>
+      reject(new Error(`the fuzzed API exited (${code}) before listening`)),
+    )
+  })
   const app = await createApp(env.db, 'fuzz')
   token = app.bearer_token
   const { current } = await apiTokenSecrets(env.db)
@@ -86,9 +79,32 @@ beforeAll(async () => {
     const body = (await res.json()) as { meta?: { next_token?: string } }
     if (body.meta?.next_token) tokens.push(body.meta.next_token)
   }
-  global.gc?.()
-  rssAtStart = process.memoryUsage().rss
+  rssAtStart = await serverRss()
 }, 120_000)
+
+/** Sends `message` to the child and waits for `event` (a message equal to it, or `disconnect`). */
+function ask(child: ChildProcess, message: string, event: string): Promise<void> {
+  if (!child.connected) return Promise.resolve()
+  return new Promise((resolve) => {
+    const done = (m?: unknown) => {
+      if (event !== 'disconnect' && m !== event) return
+      child.off('message', done)
+      resolve()
+    }
+    if (event === 'disconnect') child.once('disconnect', done)
+    else child.on('message', done)
+    child.send(message)
+  })
+}
+
+/** The server process's resident memory after a collection, from /proc (Linux). */
+async function serverRss(): Promise<number> {
+  await ask(server, 'gc', 'gc-done')
+  const status = readFileSync(`/proc/${server.pid}/status`, 'utf8')
+  const kb = /^VmRSS:\s+(\d+) kB$/m.exec(status)?.[1]
+  if (!kb) throw new Error(`no VmRSS in /proc/${server.pid}/status`)
+  return Number(kb) * 1024
+}
 
 afterAll(() => env?.close())
 
@@ -319,9 +335,8 @@ describe('fuzz: the API under hostile input', () => {
     )
   })
 
-  it('the process did not grow past its bound', () => {
-    global.gc?.()
-    const grown = process.memoryUsage().rss - rssAtStart
+  it('the server process did not grow past its bound', async () => {
+    const grown = (await serverRss()) - rssAtStart
     const seen = [...statuses].sort(([a], [b]) => a - b).map(([s, n]) => `${s}: ${n}`)
     console.log(
       `fuzz: RSS grew ${Math.round(grown / 1048576)} MB over the run; answers ${seen.join(', ')}`,

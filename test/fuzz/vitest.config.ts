@@ -13,8 +13,6 @@ export default defineConfig({
     testTimeout: 300_000,
     hookTimeout: 120_000,
     pool: 'forks',
-    // The memory check collects garbage before it measures.
-    execArgv: ['--expose-gc'],
     fileParallelism: false,
   },
 })

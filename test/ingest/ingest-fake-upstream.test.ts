@@ -1,6 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { addRules, createApp, deleteRules, getBackfill, listUpstreamRules } from '@threadline/db'
-import { createTestEnv, generateConversation, waitFor, type TestEnv } from '@threadline/testing'
+import {
+  createTestEnv,
+  generateConversation,
+  waitFor,
+  waitForValue,
+  type TestEnv,
+} from '@threadline/testing'
 import { BackfillRunner, UpstreamClient } from '@threadline/ingest'
 import { FakeUpstream } from './fake-upstream.js'
 import { conversationRow, fastOptions, startIngest, startWriter, storedIds } from './harness.js'
@@ -204,7 +210,7 @@ describe('ingest against a fake upstream', () => {
         .select(['raw', 'reason', 'source'])
         .where('source', '=', 'stream')
         .execute()
-      return rejects.length === 2 ? rejects : undefined
+      return rejects.length === 2 || `${rejects.length} rejects`
     })
     expect(await storedIds(env, conv.rootId)).toEqual([...conv.ids].sort())
     expect((await conversationRow(env, conv.rootId))?.post_count).toBe(30)
@@ -245,7 +251,7 @@ describe('ingest against a fake upstream', () => {
       'the upstream set equal to the union',
       () => JSON.stringify(upstreamValues(fake)) === JSON.stringify([keep]),
     )
-    const recorded = await waitFor('the rejection recorded', async () => {
+    const recorded = await waitForValue('the rejection recorded', async () => {
       const rows = await listUpstreamRules(env.db)
       return rows.find((r) => r.value === 'bad:thing' && r.status === 'rejected') ? rows : undefined
     })

@@ -14,7 +14,13 @@ import {
   type Db,
 } from '@threadline/db'
 import { normalizeLines } from '@threadline/domain'
-import { createTestEnv, generateConversation, waitFor, type TestEnv } from '@threadline/testing'
+import {
+  createTestEnv,
+  generateConversation,
+  waitFor,
+  waitForValue,
+  type TestEnv,
+} from '@threadline/testing'
 import { startLocalPgReplica, type LocalPgReplica } from './local-pg-replica.js'
 
 /*
@@ -165,7 +171,7 @@ describe('API with a read replica (DATABASE_READ_URL)', () => {
 
     // Once the replica catches up, the same reads find the new conversation.
     const b = generateConversation({ size: 10, seed: 8, startMs: startMs + 60_000 })
-    const found = await waitFor('the replica to catch up', async () => {
+    const found = await waitForValue('the replica to catch up', async () => {
       const body = await get(withReplica, `/2/tweets/${b.rootId}`)
       return body.data ? (body.data as { id: string }) : undefined
     })
@@ -196,7 +202,7 @@ describe('API with a read replica (DATABASE_READ_URL)', () => {
     // Newer replies: the held tree is read again from the replica (docs/api.md §5.1).
     await store(primary, c.lines.slice(30))
     await stored(40)
-    const forward = await waitFor('the tree read again', async () => {
+    const forward = await waitForValue('the tree read again', async () => {
       const now = await tree(withReplica)
       return now.count === 40 ? now : undefined
     })

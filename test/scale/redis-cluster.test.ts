@@ -36,7 +36,7 @@ import {
   type Redis,
   type StoredMessage,
 } from '@threadline/redis'
-import { generateConversation, waitFor } from '@threadline/testing'
+import { generateConversation, waitFor, waitForValue } from '@threadline/testing'
 import { createWriter } from '@threadline/writer'
 import { testWriterOptions } from '../support/writer.js'
 import { inject } from 'vitest'
@@ -204,11 +204,11 @@ describe('Redis Cluster', () => {
     expect(await a.tryAcquire()).toBe(true)
     expect(await b.tryAcquire()).toBe(false)
     // Renewal (a Lua script on the key's node) keeps it: b still cannot take it after a renewal.
-    const renewed = await waitFor(
+    const { ttl: renewed } = await waitForValue(
       'a renewal',
       async () => {
         const ttl = await connect('producer', 'lease-ttl').pttl(`${prefix}:ingest:leader`)
-        return ttl > 1_900 ? ttl : undefined
+        return ttl > 1_900 ? { ttl } : undefined
       },
       { timeoutMs: 5_000, intervalMs: 20 },
     )

@@ -56,15 +56,15 @@ export async function startStreamServer(
  * later callback (a waitFor poll) it means: every Post stored from now on reaches that stream. A
  * Post stored before it is not delivered (the stream is live; backfill_minutes is for the past).
  *
- * A boolean on purpose: waitFor takes any value but undefined and false as success, so a count
- * (`registry.connections(appId).size`) once "succeeded" at 0, before the client was connected
- * (waitFor now refuses a check that returns 0).
+ * A boolean on purpose: waitFor once took any value but undefined and false as success, so a count
+ * (`registry.connections(appId).size`) "succeeded" at 0, before the client was connected (waitFor
+ * now takes only `true` as success, and refuses a count).
  */
 export const streamConnected = (api: StreamServer, appId: string): boolean =>
   api.stream.registry.connections(appId).size > 0
 
 /** Waits (with waitFor's deadline) until `appId` has an open filtered stream on `api`. */
-export const waitForStream = (api: StreamServer, appId: string): Promise<boolean> =>
+export const waitForStream = (api: StreamServer, appId: string): Promise<void> =>
   waitFor('the stream connected', () => streamConnected(api, appId))
 
 /** A writer (relaying to `<prefix>:stored`) with its own clients, closed at teardown. */

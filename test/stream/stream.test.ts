@@ -1,6 +1,6 @@
 import net from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { createTestEnv, waitFor, type TestEnv } from '@threadline/testing'
+import { createTestEnv, waitFor, waitForValue, type TestEnv } from '@threadline/testing'
 import type { Writer } from '@threadline/writer'
 import type { StreamConnection } from '../../packages/api/src/stream/index.js'
 import { assertXSchema } from '@threadline/testing/api'
@@ -178,7 +178,7 @@ describe('GET /2/tweets/search/stream', () => {
     expect(elsewhere.status).toBe(429)
     // Once the first closes, its slot is free again.
     first.close()
-    await waitFor('a reconnect accepted', async () => {
+    await waitForValue('a reconnect accepted', async () => {
       const again = await openRawStream(other.url, a.token, '', env)
       if (again.status === 200) return again
       again.close()
@@ -248,7 +248,7 @@ describe('slow readers and shutdown', () => {
     socket.write(
       `GET /2/tweets/search/stream HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${a.token}\r\n\r\n`,
     )
-    await waitFor('the connection open', () => conn)
+    await waitFor('the connection open', () => conn !== undefined)
     const big = 'x'.repeat(20_000)
     let maxBuffered = 0
     const batches: string[][] = []
@@ -284,7 +284,7 @@ describe('slow readers and shutdown', () => {
     local.stream.registry.onOpen((c) => (conn = c))
     const s = await openRawStream(local.url, a.token, '', env)
     s.response.pause()
-    await waitFor('the connection open', () => conn)
+    await waitFor('the connection open', () => conn !== undefined)
     const big = 'y'.repeat(20_000)
     for (let i = 0; i < 100 && conn!.open; i++) {
       await store(

@@ -34,7 +34,10 @@ export function createApi(deps: ApiRoleDeps, options: ApiRoleOptions): ApiServer
     options: options.stream,
   })
   registerConversationStream(server.app, stream, options.conversationStream)
-  if (deps.metrics) instrumentHttp(server.app, deps.metrics)
+  if (deps.metrics) {
+    instrumentHttp(server.app, deps.metrics)
+    deps.metrics.tokenLookups(server.tokenLookups)
+  }
   return server
 }
 

@@ -1,16 +1,25 @@
-import { findAppByToken, type Db } from '@threadline/db'
+import { findAppsByTokens, type Db } from '@threadline/db'
+import { serviceUnavailable, tooManyRequests, unauthorized, type ApiError } from './errors.js'
+import {
+  createTokenLookups,
+  TokenLookupsBusyError,
+  type TokenLookupStats,
+} from './token-lookups.js'
 import type { AuthedApp } from './types.js'
 
 /** Known tokens kept; past this the oldest is dropped (never the whole cache). */
 const KNOWN_TOKENS = 10_000
 /** Unknown tokens remembered, apart from the known ones so that garbage cannot push them out. */
 const UNKNOWN_TOKENS = 10_000
+/** How long an unknown token stays unknown: tokens are random, so none becomes valid later. */
+const UNKNOWN_TOKEN_MS = 5 * 60_000
 /** Requests without a valid token one client address may send per window before it gets 429s. */
 const UNAUTHENTICATED_PER_WINDOW = 300
 const UNAUTHENTICATED_WINDOW_MS = 60_000
 /** Addresses counted at once; a flood from more addresses than this only forgets the oldest. */
 const ADDRESSES = 10_000
-
+/** The shape of every token Threadline issues (createApp: 32 random bytes, base64url). */
+const TOKEN_SHAPE = /^[A-Za-z0-9_-]{43}$/
 /** A map that keeps its newest `max` entries (Map iterates in insertion order). */
 class Bounded<V> {
   private readonly map = new Map<string, V>()
@@ -28,53 +37,67 @@ class Bounded<V> {
   }
 }
 
-export type AuthResult = { app: AuthedApp } | { unknown: true } | { limited: true }
+export type AuthResult = { app: AuthedApp } | { refused: ApiError }
+
+export interface Authenticator {
+  (header: string | undefined, address: string): Promise<AuthResult>
+  /** Token lookups made so far (for the `threadline_api_token_lookups_total` metric). */
+  stats(): TokenLookupStats
+}
 
 /**
- * Bearer-token authentication (docs/api.md §1.1). Lookups are cached both ways for `cacheMs`, so a
- * hot client and a repeated bad token each cost no query; an address that keeps sending requests
- * without a valid token is answered 429 without a lookup until its window ends.
+ * Bearer-token authentication (docs/api.md §1.1). Lookups are cached both ways, so a hot client
+ * and a repeated bad token each cost no query. A token of the wrong shape is refused without one.
+ * A well-formed token not seen before is always looked up, whatever its address sent before (it
+ * may be valid), through batched lookups whose queries per second are bounded; only requests
+ * that cannot be valid count against their address, which past its budget gets 429s for them.
  */
-export function createAuthenticator(db: Db, cacheMs: number) {
+export function createAuthenticator(
+  db: Db,
+  cacheMs: number,
+  options: { lookupsPerSecond?: number } = {},
+): Authenticator {
   const known = new Bounded<{ app: AuthedApp; expires: number }>(KNOWN_TOKENS)
   const unknown = new Bounded<number>(UNKNOWN_TOKENS)
   const failures = new Bounded<{ count: number; windowEnds: number }>(ADDRESSES)
+  const lookups = createTokenLookups((tokens) => findAppsByTokens(db, tokens), {
+    queriesPerSecond: options.lookupsPerSecond,
+  })
 
-  /** Counts a request without a valid token; true when the address is past its budget. */
-  const overBudget = (address: string, now: number, count: boolean): boolean => {
+  /** Counts a request that cannot be valid: 401, or 429 once the address is past its budget. */
+  const refuse = (address: string, now: number): AuthResult => {
     let entry = failures.get(address)
     if (!entry || entry.windowEnds <= now) {
       entry = { count: 0, windowEnds: now + UNAUTHENTICATED_WINDOW_MS }
       failures.set(address, entry)
     }
-    if (count) entry.count++
-    return entry.count > UNAUTHENTICATED_PER_WINDOW
+    entry.count++
+    return {
+      refused: entry.count > UNAUTHENTICATED_PER_WINDOW ? tooManyRequests() : unauthorized(),
+    }
   }
 
-  return async function authenticate(
-    header: string | undefined,
-    address: string,
-  ): Promise<AuthResult> {
+  const authenticate = async (header: string | undefined, address: string): Promise<AuthResult> => {
     const now = Date.now()
-    const hit = header === undefined ? undefined : known.get(header)
+    const token = header ? /^Bearer +(\S{1,512})\s*$/i.exec(header)?.[1] : undefined
+    if (token === undefined || !TOKEN_SHAPE.test(token)) return refuse(address, now)
+    const hit = known.get(token)
     if (hit && hit.expires > now) return { app: hit.app }
-    // A token known before is looked up again whatever its address sent: garbage from a shared
-    // address cannot lock a real client out.
-    if (!hit && overBudget(address, now, false)) return { limited: true }
-    const m = header ? /^Bearer +(\S{1,512})\s*$/i.exec(header) : null
-    const cachedUnknown = header === undefined ? undefined : unknown.get(header)
-    if (!m || (cachedUnknown !== undefined && cachedUnknown > now)) {
-      overBudget(address, now, true)
-      return { unknown: true }
+    if ((unknown.get(token) ?? 0) > now) return refuse(address, now)
+    let app: AuthedApp | undefined
+    try {
+      app = await lookups.lookup(token)
+    } catch (err) {
+      if (err instanceof TokenLookupsBusyError) return { refused: serviceUnavailable() }
+      throw err
     }
-    const app = await findAppByToken(db, m[1]!)
     if (!app) {
-      unknown.set(header!, Date.now() + cacheMs)
-      overBudget(address, now, true)
-      return { unknown: true }
+      unknown.set(token, Date.now() + Math.max(cacheMs, UNKNOWN_TOKEN_MS))
+      return refuse(address, now)
     }
-    unknown.delete(header!)
-    known.set(header!, { app, expires: Date.now() + cacheMs })
+    unknown.delete(token)
+    known.set(token, { app, expires: Date.now() + cacheMs })
     return { app }
   }
+  return Object.assign(authenticate, { stats: lookups.stats })
 }

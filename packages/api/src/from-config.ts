@@ -37,6 +37,7 @@ export function apiOptionsFromConfig(config: Config): ApiRoleOptions {
       queryMaxLength: DEFAULT_MAX_LENGTH,
       bodyLimit: BODY_LIMIT_BYTES,
       tokenCacheMs: TOKEN_CACHE_MS,
+      trustedProxies: config.API_TRUSTED_PROXIES,
       backfillSource: config.UPSTREAM_SEARCH,
       activity: activityOptionsFromConfig(config),
     },

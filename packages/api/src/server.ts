@@ -17,9 +17,8 @@ import {
   payloadTooLarge,
   serviceUnavailable,
   tooManyRequests,
-  unauthorized,
 } from './errors.js'
-import { createAuthenticator } from './auth.js'
+import { createAuthenticator, type Authenticator } from './auth.js'
 import { jsonBodyError } from './body-limits.js'
 import { createOpenApi } from './openapi.js'
 import { createPageTokens } from './page-token.js'
@@ -36,6 +35,8 @@ export interface ApiServer extends Service {
   app: FastifyInstance
   /** The listening address once started (`http://host:port`). */
   url(): string
+  /** Bearer-token lookups made so far. */
+  tokenLookups: Authenticator['stats']
 }
 
 /**
@@ -83,6 +84,8 @@ function createApp(options: ApiOptions, log: Logger): FastifyInstance {
       querystringParser: () => ({}),
     },
     return503OnClosing: true,
+    // The client's address (rate budgets) from X-Forwarded-For, believed only from these proxies.
+    trustProxy: options.trustedProxies?.length ? options.trustedProxies : false,
   })
 
   // Bodies are read as text and parsed by the route, so every failure gets X's message.
@@ -104,7 +107,7 @@ function createApp(options: ApiOptions, log: Logger): FastifyInstance {
 function registerAuthAndRateLimit(
   app: FastifyInstance,
   deps: { db: Db; redis: Redis; log: Logger; options: ApiOptions },
-): void {
+): Authenticator['stats'] {
   const { log, options } = deps
   const limiter = createRateLimiter(deps.redis, { prefix: options.prefix })
   const authenticate = createAuthenticator(deps.db, options.tokenCacheMs)
@@ -154,9 +157,9 @@ function registerAuthAndRateLimit(
     const endpoint = request.routeOptions.config?.endpoint
     if (!endpoint) return applyFullWindow(reply)
     const auth = await authenticate(request.headers.authorization, request.ip)
-    if (!('app' in auth)) {
+    if ('refused' in auth) {
       applyFullWindow(reply)
-      throw 'limited' in auth ? tooManyRequests() : unauthorized()
+      throw auth.refused
     }
     const client = auth.app
     request.client = client
@@ -167,6 +170,7 @@ function registerAuthAndRateLimit(
     applyRate(reply, result)
     if (!result.allowed) throw tooManyRequests()
   })
+  return authenticate.stats
 }
 
 /**
@@ -235,7 +239,7 @@ export function buildServer(deps: ApiDeps, options: ApiOptions): ApiServer {
   const pageTokens = createPageTokens(deps.tokenSecrets.current, deps.tokenSecrets.previous)
 
   const app = createApp(options, log)
-  registerAuthAndRateLimit(app, { db, redis, log, options })
+  const tokenLookups = registerAuthAndRateLimit(app, { db, redis, log, options })
   registerRequestLog(app, log)
   registerErrorHandlers(app, log)
 
@@ -252,6 +256,7 @@ export function buildServer(deps: ApiDeps, options: ApiOptions): ApiServer {
   return {
     app,
     url: () => address,
+    tokenLookups,
     async start() {
       address = await app.listen({ host: options.host, port: options.port })
       log.info({ address }, 'api listening')

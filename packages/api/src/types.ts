@@ -17,6 +17,8 @@ export interface ApiOptions {
   queryMaxLength: number
   bodyLimit: number
   tokenCacheMs: number
+  /** Proxies (addresses or CIDR ranges) whose X-Forwarded-For names the client (API_TRUSTED_PROXIES). */
+  trustedProxies?: string[]
   /** How long a client may take to send a whole request (a default when absent). */
   requestTimeoutMs?: number
   /** The search backfills use (UPSTREAM_SEARCH), shown for those not started yet; default recent. */

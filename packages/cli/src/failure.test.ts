@@ -25,6 +25,17 @@ describe('describeFailure', () => {
     expect(text).not.toContain('secret')
   })
 
+  it('names the fix when Postgres refuses the user or password, without the password', () => {
+    const refused = Object.assign(new Error('password authentication failed for user "app"'), {
+      code: '28P01',
+    })
+    const text = describeFailure(refused, config)
+    expect(text).toMatch(/^Postgres at db.internal:6543 refused user "app" \(DATABASE_URL\)/)
+    expect(text).toMatch(/postgres:\/\/USER:PASSWORD@host:port\/threadline/)
+    expect(text).toMatch(/pg_hba\.conf/)
+    expect(text).not.toContain('secret')
+  })
+
   it('points a missing database at migrate, and leaves other errors as they are', () => {
     const missing = Object.assign(new Error('database "threadline" does not exist'), {
       code: '3D000',

@@ -11,6 +11,15 @@ function endpoint(url: string, defaultPort: number): { host: string; port: strin
   }
 }
 
+/** The user a URL names (never its password); libpq's default is the OS user. */
+function userOf(url: string): string {
+  try {
+    return decodeURIComponent(new URL(url).username) || '(the OS user)'
+  } catch {
+    return '(unparsable URL)'
+  }
+}
+
 const hostPort = ({ host, port }: { host: string; port: string }) => `${host}:${port}`
 
 /** Where this configuration says Redis is: the cluster's seeds, or REDIS_URL's host and port. */
@@ -43,6 +52,15 @@ export function describeFailure(
   const message = e.message ?? String(error)
   if (config && e.code === '3D000') {
     return `${message}: run "threadline migrate" (it creates the database), or check DATABASE_URL`
+  }
+  if (config && (e.code === '28P01' || e.code === '28000')) {
+    const db = endpoint(config.DATABASE_URL, 5432)
+    const user = userOf(config.DATABASE_URL)
+    return (
+      `Postgres at ${hostPort(db)} refused user "${user}" (DATABASE_URL): ${message}. Put the ` +
+      'right user and password in DATABASE_URL (postgres://USER:PASSWORD@host:port/threadline), ' +
+      "or let that user in through the server's pg_hba.conf (trust on a development machine)"
+    )
   }
   if (config && e.code && NETWORK_CODES.has(e.code)) {
     const db = endpoint(config.DATABASE_URL, 5432)

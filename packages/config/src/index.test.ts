@@ -18,11 +18,26 @@ describe('loadConfig', () => {
 
   it('names the variable at fault', () => {
     expect(() => loadConfig({ PORT: 'eighty', REDIS_URL: 'http://x' })).toThrow(ConfigError)
-    try {
-      loadConfig({ PORT: 'eighty', WEBHOOK_ALLOW_PRIVATE: 'maybe' })
-    } catch (err) {
-      expect((err as ConfigError).problems.join('\n')).toMatch(/PORT/)
-      expect((err as ConfigError).problems.join('\n')).toMatch(/WEBHOOK_ALLOW_PRIVATE/)
+    const thrown = (() => {
+      try {
+        loadConfig({ PORT: 'eighty', WEBHOOK_ALLOW_PRIVATE: 'maybe' })
+      } catch (err) {
+        return err
+      }
+      return undefined
+    })()
+    expect(thrown).toBeInstanceOf(ConfigError)
+    expect((thrown as ConfigError).problems.join('\n')).toMatch(/PORT/)
+    expect((thrown as ConfigError).problems.join('\n')).toMatch(/WEBHOOK_ALLOW_PRIVATE/)
+  })
+
+  it('reads API_TRUSTED_PROXIES as addresses and CIDR ranges', () => {
+    expect(loadConfig({}).API_TRUSTED_PROXIES).toEqual([])
+    expect(
+      loadConfig({ API_TRUSTED_PROXIES: '10.0.0.0/8, 192.168.1.7,::1,fd00::/8' }),
+    ).toMatchObject({ API_TRUSTED_PROXIES: ['10.0.0.0/8', '192.168.1.7', '::1', 'fd00::/8'] })
+    for (const bad of ['10.0.0.0/33', 'proxy.local', '10.0.0.1/8/8', '::1/129', '10.0.0.0/']) {
+      expect(() => loadConfig({ API_TRUSTED_PROXIES: bad }), bad).toThrow(/API_TRUSTED_PROXIES/)
     }
   })
 

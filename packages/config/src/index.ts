@@ -1,3 +1,4 @@
+import { isIP } from 'node:net'
 import { z } from 'zod'
 
 /**
@@ -102,6 +103,33 @@ const clusterNodes = z
     return nodes
   })
 
+/** `10.0.0.0/8,192.168.1.7`: addresses or CIDR ranges → a list; unset or empty → none. */
+const addressRanges = z
+  .string()
+  .trim()
+  .optional()
+  .transform((value, ctx) => {
+    if (value === undefined || value === '') return []
+    const ranges = value.split(',').map((p) => p.trim())
+    for (const range of ranges) {
+      const [address = '', bits, extra] = range.split('/')
+      const family = isIP(address)
+      const max = family === 6 ? 128 : 32
+      if (!family || extra !== undefined || (bits !== undefined && !isPrefix(bits, max))) {
+        ctx.addIssue({
+          code: 'custom',
+          message: `expected addresses or CIDR ranges (10.0.0.0/8,::1), got "${range}"`,
+        })
+        return z.NEVER
+      }
+    }
+    return ranges
+  })
+
+function isPrefix(bits: string, max: number): boolean {
+  return /^\d{1,3}$/.test(bits) && Number(bits) <= max
+}
+
 /** `lookup:3500,search:450`: requests per token per endpoint group per 15 minutes. */
 const RATE_LIMIT_GROUPS = ['lookup', 'search', 'counts', 'rules'] as const
 type RateLimits = Record<(typeof RATE_LIMIT_GROUPS)[number], number>
@@ -169,6 +197,11 @@ export const envSchema = z.object({
    */
   API_TOKEN_SECRET: optionalStr,
   API_RATE_LIMITS: rateLimits,
+  /**
+   * Proxies or load balancers (addresses, CIDR ranges) whose `X-Forwarded-For` names the client:
+   * the per-address budget of requests without a valid token then counts clients, not the proxy.
+   */
+  API_TRUSTED_PROXIES: addressRanges,
   /** Stream rules per app. */
   API_RULE_CAP: int(1_000, 1, 1_000_000),
   /** Open filtered-stream connections per app (X: 1). */

@@ -221,6 +221,8 @@ export interface ApiMetrics {
   request(r: HttpRequest): void
   /** Registers how to count the open connections of a stream kind (read at scrape time). */
   streamConnections(stream: string, count: () => number): void
+  /** Registers how to read the bearer-token lookups made so far (read at scrape time). */
+  tokenLookups(read: () => { queries: number; tokens: number }): void
 }
 
 const METHODS = new Set(['GET', 'POST', 'PUT', 'DELETE', 'HEAD', 'OPTIONS', 'PATCH'])
@@ -250,6 +252,25 @@ export function apiMetrics(registry: Registry): ApiMetrics {
       for (const [stream, count] of sources) this.set({ stream }, count())
     },
   })
+  let lookups = () => ({ queries: 0, tokens: 0 })
+  new Counter({
+    name: 'threadline_api_token_lookup_queries_total',
+    help: 'Database queries looking up bearer tokens not cached (bounded per second)',
+    registers,
+    collect() {
+      this.reset()
+      this.inc(lookups().queries)
+    },
+  })
+  new Counter({
+    name: 'threadline_api_token_lookups_total',
+    help: 'Bearer tokens looked up in the database (several per query under load)',
+    registers,
+    collect() {
+      this.reset()
+      this.inc(lookups().tokens)
+    },
+  })
   return {
     request(r) {
       const labels = {
@@ -262,6 +283,9 @@ export function apiMetrics(registry: Registry): ApiMetrics {
     },
     streamConnections(stream, count) {
       sources.set(stream, count)
+    },
+    tokenLookups(read) {
+      lookups = read
     },
   }
 }

@@ -130,6 +130,18 @@ describe('metrics', () => {
     expect(await value(m, 'threadline_ingest_leader')).toBe(1)
   })
 
+  it('reads the bearer-token lookups at scrape time', async () => {
+    const m = createMetrics({ defaultMetrics: false })
+    m.api()
+    expect(await value(m, 'threadline_api_token_lookups_total')).toBe(0)
+    let made = { queries: 2, tokens: 40 }
+    m.api().tokenLookups(() => made)
+    expect(await value(m, 'threadline_api_token_lookup_queries_total')).toBe(2)
+    made = { queries: 3, tokens: 41 }
+    expect(await value(m, 'threadline_api_token_lookups_total')).toBe(41)
+    expect(await m.text()).toContain('threadline_api_token_lookups_total 41')
+  })
+
   it('names reconnect causes from a fixed set, never from the reason text', async () => {
     expect(reconnectCause({ reason: '409: no rules' })).toBe('no-rules')
     expect(reconnectCause({ reason: '503: busy', failure: { kind: 'http' } })).toBe('http')

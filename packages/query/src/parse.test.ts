@@ -1,4 +1,5 @@
 import fc from 'fast-check'
+import { HEAVY_TEST_MS, testSize } from '@threadline/testing'
 import { describe, expect, it } from 'vitest'
 import { parseQuery } from './parse.js'
 import { conversationIdOf } from './inspect.js'
@@ -183,32 +184,40 @@ describe('parseQuery is total', () => {
     '日',
     '\ud800',
   )
-  it('never throws on arbitrary strings', () => {
-    fc.assert(
-      fc.property(
-        fc.oneof(
-          fc.string({ unit: 'binary', maxLength: 300 }),
-          fc.array(syntax, { maxLength: 60 }).map((a) => a.join('')),
+  it(
+    'never throws on arbitrary strings',
+    () => {
+      fc.assert(
+        fc.property(
+          fc.oneof(
+            fc.string({ unit: 'binary', maxLength: 300 }),
+            fc.array(syntax, { maxLength: 60 }).map((a) => a.join('')),
+          ),
+          (q) => {
+            const r = parseQuery(q)
+            if (!r.ok) {
+              expect(r.errors.length).toBeGreaterThan(0)
+              for (const e of r.errors) expect(e).toMatch(/ \(at position \d+\)$/)
+            }
+          },
         ),
-        (q) => {
-          const r = parseQuery(q)
-          if (!r.ok) {
-            expect(r.errors.length).toBeGreaterThan(0)
-            for (const e of r.errors) expect(e).toMatch(/ \(at position \d+\)$/)
-          }
-        },
-      ),
-      { numRuns: 3000 },
-    )
-  })
+        { numRuns: testSize(600, 3000) },
+      )
+    },
+    HEAVY_TEST_MS,
+  )
 
-  it('accepts what the query generator makes or gives reasons', () => {
-    fc.assert(
-      fc.property(queryArb, (q) => {
-        const r = parseQuery(q)
-        expect(r.ok || r.errors.length > 0).toBe(true)
-      }),
-      { numRuns: 500 },
-    )
-  })
+  it(
+    'accepts what the query generator makes or gives reasons',
+    () => {
+      fc.assert(
+        fc.property(queryArb, (q) => {
+          const r = parseQuery(q)
+          expect(r.ok || r.errors.length > 0).toBe(true)
+        }),
+        { numRuns: testSize(200, 500) },
+      )
+    },
+    HEAVY_TEST_MS,
+  )
 })

@@ -1,5 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { createTestEnv, generateConversation, waitFor, type TestEnv } from '@threadline/testing'
+import {
+  createTestEnv,
+  generateConversation,
+  waitForValue,
+  type TestEnv,
+} from '@threadline/testing'
 import { storeLines } from '@threadline/testing/api'
 import { createTreeCache } from './tree-cache.js'
 
@@ -29,9 +34,9 @@ describe('createTreeCache', () => {
     clock += MAX_STALE_MS
     // Last known current at its read, MAX_STALE_MS ago: served as it is, the newer one read.
     expect(await trees.get(env.db, conv.rootId, 'oldest')).toBe(before)
-    const after = await waitFor('the newer tree held', async () => {
+    const after = await waitForValue('the newer tree held', async () => {
       const tree = await trees.get(env.db, conv.rootId, 'oldest')
-      return tree.size === 35 && tree
+      return tree.size === 35 ? tree : undefined
     })
     expect(after.tree('oldest').size).toBe(35)
     expect(Number(after.version)).toBeGreaterThan(Number(before.version))

@@ -15,7 +15,13 @@ import { addPostsBatch, createQueue, type PostsJob, type PostsJobResult } from '
 import { createRedis } from '@threadline/redis'
 import { withDeadline } from '@threadline/runtime'
 import { createSimulator } from '@threadline/simulator'
-import { createTestEnv, generateConversation, waitFor, type TestEnv } from '@threadline/testing'
+import {
+  createTestEnv,
+  generateConversation,
+  waitFor,
+  waitForValue,
+  type TestEnv,
+} from '@threadline/testing'
 import { composeWriter } from '../writer.js'
 
 /**
@@ -152,8 +158,8 @@ describe('metrics of a writer and an API in one process', () => {
       const text = await scrape()
       return read(text, 'threadline_queue_jobs', { queue: 'posts', state: 'waiting' }) === 0 &&
         read(text, 'threadline_queue_oldest_waiting_seconds', { queue: 'posts' }) === 0
-        ? text
-        : undefined
+        ? true
+        : 'posts still waiting in the last sample'
     })
   })
 
@@ -168,9 +174,9 @@ describe('metrics of a writer and an API in one process', () => {
     expect((await fetch(`${api.url()}/2/tweets/${post}`)).status).toBe(401)
     expect((await fetch(`${api.url()}/no/such/${post}`, { headers: auth })).status).toBe(404)
 
-    const text = await waitFor('requests observed', async () => {
+    const { text } = await waitForValue('requests observed', async () => {
       const t = await scrape()
-      return t.includes('status="404"') ? t : undefined
+      return t.includes('status="404"') ? { text: t } : undefined
     })
     const ok = { method: 'GET', route: '/2/tweets/:id', status: '200' }
     expect(read(text, 'threadline_http_requests_total', ok)).toBe(3)

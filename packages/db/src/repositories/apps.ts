@@ -48,6 +48,31 @@ export async function findAppByToken(
 }
 
 /**
+ * The apps of several bearer tokens in one query (by hash, as findAppByToken): a map from each token
+ * found to its app; unknown and revoked tokens are absent.
+ */
+export async function findAppsByTokens(
+  db: Db,
+  tokens: readonly string[],
+): Promise<Map<string, { app_id: string; token_id: string }>> {
+  const found = new Map<string, { app_id: string; token_id: string }>()
+  if (tokens.length === 0) return found
+  const hashes = tokens.map((t) => hashToken(t))
+  const byHash = new Map(hashes.map((h, i) => [h.toString('hex'), tokens[i]!]))
+  const rows = await db
+    .selectFrom('api_tokens')
+    .select(['token_hash', 'app_id', 'id as token_id'])
+    .where('token_hash', 'in', hashes)
+    .where('revoked_at', 'is', null)
+    .execute()
+  for (const row of rows) {
+    const token = byHash.get(row.token_hash.toString('hex'))
+    if (token !== undefined) found.set(token, { app_id: row.app_id, token_id: row.token_id })
+  }
+  return found
+}
+
+/**
  * The app named `name` with a fresh bearer token, creating the app the first time. Earlier tokens of
  * the app are revoked: this is for the demo app of `pnpm start`, whose token is printed each run.
  */

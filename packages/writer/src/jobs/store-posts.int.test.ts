@@ -9,7 +9,12 @@ import {
   type PostsJobResult,
 } from '@threadline/queue'
 import { createRedis, storedStreamKey, unpackStored } from '@threadline/redis'
-import { createTestEnv, generateConversation, waitFor, type TestEnv } from '@threadline/testing'
+import {
+  createTestEnv,
+  generateConversation,
+  waitForValue,
+  type TestEnv,
+} from '@threadline/testing'
 import { storeLines } from '../store-lines.js'
 import { createWriter, type Writer, type WriterOptions } from '../writer.js'
 
@@ -54,7 +59,7 @@ const count = async (query: string) =>
 
 /** Waits until the job has completed `times` times (its finishedOn moves on each completion). */
 async function completed(id: string, after = 0): Promise<Job<PostsJob, PostsJobResult>> {
-  return waitFor(`job ${id} completed`, async () => {
+  return waitForValue(`job ${id} completed`, async () => {
     const job = await queue.getJob(id)
     const state = await job?.getState()
     return state === 'completed' && (job!.finishedOn ?? 0) > after ? job! : undefined
