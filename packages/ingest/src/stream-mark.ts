@@ -79,7 +79,8 @@ function skipSpace(b: Buffer, i: number): number {
  * referenced Posts, are skipped). Any other shape is parsed. Undefined when there is no valid id.
  */
 export function postIdOfLine(line: Buffer): string | undefined {
-  if (DATA_OPEN.compare(line, 0, DATA_OPEN.length) !== 0) return parsedId(line)
+  const n = DATA_OPEN.length
+  if (line.length < n || DATA_OPEN.compare(line, 0, n) !== 0) return parsedId(line)
   let depth = 0
   for (let i = DATA_OPEN.length; i < line.length; i++) {
     const c = line[i]
