@@ -5,7 +5,7 @@ import { createQueue, type PostsJob } from '@threadline/queue'
 import { closeRedis, createLease, type Lease, type Redis } from '@threadline/redis'
 import { once, type Service } from '@threadline/runtime'
 import type { BatcherCounts } from './batcher.js'
-import { createBackfillQueue, createBackfillWorker } from './backfill.js'
+import { createBackfillQueue, createBackfillWorker, type BackfillWorkerDeps } from './backfill.js'
 import { PostsProducer } from './jobs/queue-batch.js'
 import { runLeadership, type Leading } from './leadership.js'
 import type { IngestOptions } from './options.js'
@@ -73,28 +73,7 @@ export function createIngest(deps: IngestDeps, options: IngestOptions): Ingest {
   const backfillWorker =
     options.backfillWorker === false
       ? undefined
-      : createBackfillWorker({
-          db,
-          upstream,
-          redis: deps.workerRedis,
-          prefix,
-          logger: deps.logger,
-          metrics,
-          queryMaxLength: options.queryMaxLength ?? DEFAULT_QUERY_MAX_LENGTH,
-          sink: (line, source, pageId) => {
-            metrics?.backfillPage()
-            const batch = { id: pageId, firstAttempt: false }
-            return producer.add([line], new Date().toISOString(), source, batch)
-          },
-          options: {
-            search: options.search,
-            concurrency: options.backfillConcurrency,
-            rateLimitBackoffMs: options.backoff.rateLimitMs,
-            maxWaitMs: options.backfillMaxWaitMs,
-            lockDuration: options.backfillLockDuration,
-            stalledInterval: options.backfillStalledInterval,
-          },
-        })
+      : createBackfillWorker(backfillWorkerDeps(deps, options, upstream, producer))
   const lease = createLease(redis, `${prefix}:ingest:leader`, {
     ttlMs: options.leaseMs,
     logger: deps.logger,
@@ -184,5 +163,37 @@ export function createIngest(deps: IngestDeps, options: IngestOptions): Ingest {
       await db.destroy()
       log.info('ingest closed')
     }),
+  }
+}
+
+/** The backfill worker's deps: conversation backfills and window recoveries, pages as `posts` jobs. */
+function backfillWorkerDeps(
+  deps: IngestDeps,
+  options: IngestOptions,
+  upstream: UpstreamClient,
+  producer: PostsProducer,
+): BackfillWorkerDeps {
+  const { metrics } = deps
+  return {
+    db: deps.db,
+    upstream,
+    redis: deps.workerRedis,
+    prefix: deps.prefix,
+    logger: deps.logger,
+    metrics,
+    queryMaxLength: options.queryMaxLength ?? DEFAULT_QUERY_MAX_LENGTH,
+    sink: (line, source, pageId) => {
+      metrics?.backfillPage()
+      const batch = { id: pageId, firstAttempt: false }
+      return producer.add([line], new Date().toISOString(), source, batch)
+    },
+    options: {
+      search: options.search,
+      concurrency: options.backfillConcurrency,
+      rateLimitBackoffMs: options.backoff.rateLimitMs,
+      maxWaitMs: options.backfillMaxWaitMs,
+      lockDuration: options.backfillLockDuration,
+      stalledInterval: options.backfillStalledInterval,
+    },
   }
 }
