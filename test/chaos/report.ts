@@ -6,6 +6,15 @@ export interface FaultResult {
   ok: boolean
   /** From the fault until every Post sent before it was stored (or the error). */
   recoveredMs?: number
+  /**
+   * From the stream (or the faulted service) being back until every Post sent before then was
+   * stored: the window closed.
+   */
+  closeMs?: number
+  /** Posts sent (heard or not) from the fault's start until it settled, stored of them, doubled. */
+  sent?: number
+  stored?: number
+  doubled?: number
   detail?: string
 }
 
@@ -18,7 +27,17 @@ export interface MemoryRow {
 
 export interface ChaosSummary {
   faults: FaultResult[]
-  posts?: { sent: number; stored: number; duplicated: number; lost: number; rows: number }
+  posts?: {
+    sent: number
+    /** Of `sent`, the Posts no stream heard (made while the ingest was away). */
+    unheard: number
+    stored: number
+    duplicated: number
+    lost: number
+    rows: number
+    /** Posts appended to the `stored` stream more than once (a relay repeat after a crash). */
+    republished: number
+  }
   requests?: Record<string, number>
   stream?: { posts: number; connects: number }
   /** Activity events for the webhook subscription (when delivery runs). */
@@ -41,10 +60,14 @@ export function formatSummary(s: ChaosSummary): string {
     `Threadline chaos suite: ${survived}/${s.faults.length} faults survived`,
     '',
     table([
-      ['fault', 'outcome', 'recovered in', 'detail'],
+      ['fault', 'outcome', 'sent', 'stored', 'doubled', 'window closed', 'recovered in', 'detail'],
       ...s.faults.map((f) => [
         f.name,
         f.ok ? 'survived' : 'FAILED',
+        f.sent === undefined ? '-' : String(f.sent),
+        f.stored === undefined ? '-' : String(f.stored),
+        f.doubled === undefined ? '-' : String(f.doubled),
+        f.closeMs === undefined ? '-' : `${(f.closeMs / 1000).toFixed(1)} s`,
         f.recoveredMs === undefined ? '-' : `${(f.recoveredMs / 1000).toFixed(1)} s`,
         f.detail ?? '',
       ]),
@@ -54,13 +77,24 @@ export function formatSummary(s: ChaosSummary): string {
   if (s.posts) {
     out.push(
       table([
-        ['Posts', 'sent', 'stored', 'duplicated', 'lost', 'rows in posts'],
+        [
+          'Posts',
+          'sent',
+          'unheard',
+          'stored',
+          'duplicated',
+          'lost',
+          'republished',
+          'rows in posts',
+        ],
         [
           '',
           String(s.posts.sent),
+          String(s.posts.unheard),
           String(s.posts.stored),
           String(s.posts.duplicated),
           String(s.posts.lost),
+          String(s.posts.republished),
           `${s.posts.rows} (with backfilled history and included Posts)`,
         ],
       ]),

@@ -38,6 +38,9 @@ export interface Binaries {
   pgUser?: { uid: number; gid: number }
 }
 
+/** In CI (CI=true) the chaos suites must run: missing binaries fail them instead of skipping them. */
+export const MUST_RUN = process.env.CI === 'true' || process.env.CI === '1'
+
 export type BinariesResult = { ok: true; bin: Binaries } | { ok: false; reason: string }
 
 function onPath(name: string): string | undefined {
@@ -163,10 +166,7 @@ export class PrivatePostgres {
       `-p ${this.port}`,
       '-c listen_addresses=127.0.0.1',
       `-c unix_socket_directories=${this.dir}`,
-      // A test cluster: durability across OS crashes is not what is under test here.
-      '-c fsync=off',
-      '-c synchronous_commit=off',
-      '-c full_page_writes=off',
+      // Durable as in production (fsync, synchronous commit): the suite crashes this server too.
       '-c max_connections=200',
     ].join(' ')
     await this.run('pg_ctl', [
@@ -188,8 +188,9 @@ export class PrivatePostgres {
     await this.run('pg_ctl', ['-D', this.dataDir, '-m', mode, '-w', '-t', '60', 'stop'])
   }
 
-  async restart(): Promise<void> {
-    await this.stop('fast')
+  /** `fast`: a clean stop; `immediate`: a crash (no checkpoint), recovered from the WAL on start. */
+  async restart(mode: 'fast' | 'immediate' = 'fast'): Promise<void> {
+    await this.stop(mode)
     await this.start()
     this.restarts++
   }
@@ -319,6 +320,15 @@ export class ServiceProcess {
     this.logFile = join(dirs.logs, `${name}.log`)
   }
 
+  /** Whether its log holds `text` (the ingest logs at info: `leading`, `ingest started`). */
+  logged(text: string): boolean {
+    try {
+      return readFileSync(this.logFile, 'utf8').includes(text)
+    } catch {
+      return false
+    }
+  }
+
   get pid(): number | undefined {
     return this.child?.pid
   }
@@ -357,7 +367,11 @@ export class ServiceProcess {
     return this.exit
   }
 
+  /** Set once the suite killed it on purpose (a fault), so that its exit is not a failure. */
+  killed = false
+
   async kill(signal: NodeJS.Signals = 'SIGKILL'): Promise<void> {
+    this.killed = true
     if (!this.running) return
     this.child!.kill(signal)
     await this.exited()
@@ -455,7 +469,8 @@ export interface Stack {
   simulatorUrl: string
   apiUrl: string
   simulator: ServiceProcess
-  ingest: ServiceProcess
+  /** The ingest processes started: the first leads, the others stand by (killed ones stay listed). */
+  ingests: ServiceProcess[]
   api: ServiceProcess
   writers: ServiceProcess[]
   extra: ServiceProcess[]
@@ -465,6 +480,8 @@ export interface Stack {
   /** Every service process started (killed ones too), for memory figures and logs. */
   processes(): ServiceProcess[]
   startWriter(): ServiceProcess
+  /** Starts another ingest (a standby while one leads). */
+  startIngest(): ServiceProcess
   /** Starts another process of a role (e.g. a replacement `delivery`), listed in `extra`. */
   startRole(role: string): ServiceProcess
   createApp(name: string): Promise<App>
@@ -479,6 +496,8 @@ export interface Stack {
 }
 
 export const SIMULATOR_TOKEN = 'chaos-simulator-token'
+/** How long a process may take to start: minutes on a loaded shared machine (tsx compiles first). */
+const START_TIMEOUT_MS = 180_000
 
 /**
  * Private Postgres and Redis, then `threadline migrate`, the simulator, the ingest, the writers and
@@ -515,14 +534,18 @@ export async function startStack(bin: Binaries, options: StackOptions): Promise<
     SIMULATOR_PORT: String(simPort),
     SIMULATOR_BEARER_TOKEN: SIMULATOR_TOKEN,
     SIMULATOR_RATE: String(options.simulatorRate),
-    // Reconnects ask for the last minute, so Posts in flight when the upstream drops come back.
-    INGEST_BACKFILL_MINUTES: '1',
+    // No fixed ports on a shared machine: /metrics is not what is under test here.
+    METRICS_PORT: '0',
+    // The whole run stays on the `stored` stream, for the suite's count of repeats.
+    STORED_STREAM_RETENTION_MS: '7200000',
     API_RATE_LIMITS: 'lookup:10000000,search:10000000,counts:10000000,rules:10000000',
     SHUTDOWN_TIMEOUT_MS: '10000',
     ...options.env,
   }
   const tuning: RoleTuning = {
     simulator: {
+      // As X for most access levels: backfill_minutes refused, only recovery by search.
+      grantBackfill: false,
       keepAliveMs: 2_000,
       world: { users: 500, historyPosts: options.historyPosts ?? 3_000 },
     },
@@ -539,13 +562,17 @@ export async function startStack(bin: Binaries, options: StackOptions): Promise<
   env.THREADLINE_TEST_TUNING = JSON.stringify(tuning)
   const dirs = { logs, probe }
   const all: ServiceProcess[] = []
-  const spawnService = (name: string, args: string[]) => {
-    const p = new ServiceProcess(name, args, env, dirs).start()
+  const spawnService = (name: string, args: string[], extraEnv: Record<string, string> = {}) => {
+    const p = new ServiceProcess(name, args, { ...env, ...extraEnv }, dirs).start()
     all.push(p)
     return p
   }
   let writerCount = 0
   const startWriter = () => spawnService(`writer-${++writerCount}`, ['start', '--roles', 'writer'])
+  let ingestCount = 0
+  // At info: its log says when it leads and when it has started (the suite finds the leader so).
+  const startIngest = () =>
+    spawnService(`ingest-${++ingestCount}`, ['start', '--roles', 'ingest'], { LOG_LEVEL: 'info' })
   const roleCounts = new Map<string, number>()
   const startRole = (role: string) => {
     const n = (roleCounts.get(role) ?? 0) + 1
@@ -582,19 +609,19 @@ export async function startStack(bin: Binaries, options: StackOptions): Promise<
       return JSON.parse(text) as T
     }
     await waitFor('the simulator to listen', () => sim('GET', '/_sim/stats').then(() => true), {
-      timeoutMs: 60_000,
+      timeoutMs: START_TIMEOUT_MS,
       intervalMs: 200,
     }).catch((error: Error) => {
       throw new Error(`${error.message}\n${simulator.logTail()}`)
     })
     const writers = Array.from({ length: options.writers ?? 2 }, startWriter)
-    const ingest = spawnService('ingest', ['start', '--roles', 'ingest'])
+    const ingests = [startIngest()]
     const api = spawnService('api', ['start', '--roles', 'api'])
     const extra = (options.extraRoles ?? []).map(startRole)
     await waitFor(
       'the API to answer',
       async () => (await fetch(`${apiUrl}/2/tweets/search/recent?query=x`)).status === 401,
-      { timeoutMs: 60_000, intervalMs: 200 },
+      { timeoutMs: START_TIMEOUT_MS, intervalMs: 200 },
     ).catch((error: Error) => {
       throw new Error(`${error.message}\n${api.logTail()}`)
     })
@@ -625,7 +652,7 @@ export async function startStack(bin: Binaries, options: StackOptions): Promise<
       simulatorUrl,
       apiUrl,
       simulator,
-      ingest,
+      ingests,
       api,
       writers,
       extra,
@@ -636,6 +663,11 @@ export async function startStack(bin: Binaries, options: StackOptions): Promise<
         const w = startWriter()
         writers.push(w)
         return w
+      },
+      startIngest: () => {
+        const p = startIngest()
+        ingests.push(p)
+        return p
       },
       startRole: (role) => {
         const p = startRole(role)

@@ -30,6 +30,8 @@ export class FakeUpstream {
   private readonly posts = new Map<string, StoredLine[]>()
   private readonly streams = new Set<StreamOut>()
   readonly requests: RequestLog[] = []
+  /** False: `backfill_minutes` is refused with a 400 naming it, as X refuses it without access. */
+  grantBackfill = true
   /** Answers given to the next stream connections instead of a stream, in order. */
   readonly connectFaults: ConnectFault[] = []
   /** Values the upstream refuses (as X refuses a rule that does not parse). */
@@ -221,6 +223,19 @@ export class FakeUpstream {
       const fault = this.connectFaults.shift()
       if (fault)
         return this.send(res, fault.status, fault.body ?? { title: 'fault' }, fault.headers)
+      if (!this.grantBackfill && query.backfill_minutes !== undefined) {
+        return this.send(res, 400, {
+          errors: [
+            {
+              parameters: { backfill_minutes: [query.backfill_minutes] },
+              message: 'The `backfill_minutes` query parameter is not available to this client.',
+            },
+          ],
+          title: 'Invalid Request',
+          detail: 'One or more parameters to your request was invalid.',
+          type: 'https://api.twitter.com/2/problems/invalid-request',
+        })
+      }
       if (this.rules.size === 0) {
         return this.send(res, 409, {
           title: 'ConnectionException',
@@ -243,11 +258,18 @@ export class FakeUpstream {
 
     const searchMatch = /^\/2\/tweets\/search\/(recent|all)$/.exec(url.pathname)
     if (searchMatch) {
-      const conv = /^conversation_id:(\d+)$/.exec(query.query ?? '')?.[1]
-      if (!conv) return this.send(res, 400, { title: 'Invalid Request' })
+      // `conversation_id:A`, or several OR-combined (window recovery), after `since_id` if given.
+      const terms = (query.query ?? '').split(' OR ')
+      const convs = terms.map((t) => /^conversation_id:(\d+)$/.exec(t)?.[1])
+      if (convs.some((c) => c === undefined))
+        return this.send(res, 400, { title: 'Invalid Request' })
       await this.searchGate?.(log)
+      const since = query.since_id === undefined ? undefined : BigInt(query.since_id)
       // Newest first; the token is the index of the next page's first item.
-      const all = [...(this.posts.get(conv) ?? [])].reverse()
+      const all = convs
+        .flatMap((c) => this.posts.get(c!) ?? [])
+        .filter((p) => since === undefined || BigInt(p.data.id) > since)
+        .sort((a, b) => (BigInt(b.data.id) > BigInt(a.data.id) ? 1 : -1))
       const start = query.next_token ? Number(query.next_token.replace('tok', '')) : 0
       const page = all.slice(start, start + this.pageSize)
       if (page.length === 0) return this.send(res, 200, { meta: { result_count: 0 } }, rl)

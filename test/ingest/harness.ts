@@ -42,15 +42,17 @@ export async function startIngest(
   options: IngestOptions,
   name = 'ingest',
 ): Promise<{ ingest: Ingest; events: StreamEvent[] }> {
-  const ingest = createIngest({
-    db: createDb({ url: env.databaseUrl, poolMax: 4, applicationName: `${env.schema}-${name}` }),
-    databaseUrl: env.databaseUrl,
-    redis: createRedis(env.redisUrl, 'producer', name),
-    workerRedis: createRedis(env.redisUrl, 'worker', `${name}-backfill`),
-    prefix: env.prefix,
-    logger: env.logger,
+  const ingest = createIngest(
+    {
+      db: createDb({ url: env.databaseUrl, poolMax: 4, applicationName: `${env.schema}-${name}` }),
+      databaseUrl: env.databaseUrl,
+      redis: createRedis(env.redisUrl, 'producer', name),
+      workerRedis: createRedis(env.redisUrl, 'worker', `${name}-backfill`),
+      prefix: env.prefix,
+      logger: env.logger,
+    },
     options,
-  })
+  )
   // Closed when the test ends, passed or failed: a failed test that kept the stream lease would
   // make the next one time out waiting for a connection.
   onTestFinished(() => ingest.close())

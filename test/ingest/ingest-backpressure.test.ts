@@ -73,16 +73,18 @@ describe('ingest backpressure', () => {
     env.defer(() => fake.close())
     const writer = await startTestWriter(env, { redisUrl, options: { shutdownTimeoutMs: 3_000 } })
     const batchMaxItems = 10
-    const ingest = createIngest({
-      db: createDb({ url: env.databaseUrl, poolMax: 4 }),
-      databaseUrl: env.databaseUrl,
-      redis: createRedis(redisUrl, 'producer', 'bp-ingest'),
-      workerRedis: createRedis(redisUrl, 'worker', 'bp-backfill'),
-      prefix: env.prefix,
-      logger: env.logger,
+    const ingest = createIngest(
+      {
+        db: createDb({ url: env.databaseUrl, poolMax: 4 }),
+        databaseUrl: env.databaseUrl,
+        redis: createRedis(redisUrl, 'producer', 'bp-ingest'),
+        workerRedis: createRedis(redisUrl, 'worker', 'bp-backfill'),
+        prefix: env.prefix,
+        logger: env.logger,
+      },
       // A long stall bound: the ingest must hold the connection while it waits on Redis.
-      options: fastOptions(fake.url, { batchMaxItems, stallMs: 60_000, leaseMs: 60_000 }),
-    })
+      fastOptions(fake.url, { batchMaxItems, stallMs: 60_000, leaseMs: 60_000 }),
+    )
     env.defer(() => ingest.close())
     await ingest.start()
 

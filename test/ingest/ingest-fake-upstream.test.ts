@@ -36,10 +36,14 @@ async function fakeUpstream(configure: (f: FakeUpstream) => void = () => {}) {
   return fake
 }
 
-/** Each test follows its own conversations: start from no rules at all. */
+/**
+ * Each test follows its own conversations: start from no rules at all, and from no stream mark (an
+ * earlier test's mark would make the first connection a takeover that recovers a window).
+ */
 async function clearRules() {
   await env.db.deleteFrom('stream_rules').execute()
   await env.db.deleteFrom('upstream_rules').execute()
+  await env.redis.del(`${env.prefix}:ingest:mark`)
 }
 
 const upstreamValues = (fake: FakeUpstream) => [...fake.rules.values()].map((r) => r.value).sort()

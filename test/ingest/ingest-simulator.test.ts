@@ -129,6 +129,10 @@ describe('ingest against the simulator', () => {
       'the Posts of the silence stored',
       async () => (await storedIds(env, conversationId)).length === expected().length,
     )
+    // The upstream drops what it makes while silent, even to the new connection: the next replies
+    // wait for its keep-alives, which come back with the end of the silence.
+    const keepAlives = ingest.stats().keepAlives
+    await waitFor('keep-alives after the silence', () => ingest.stats().keepAlives > keepAlives)
 
     // Malformed, duplicated and reordered lines.
     sim.faults.malformed(2, 'truncated')

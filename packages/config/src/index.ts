@@ -222,8 +222,13 @@ export const envSchema = z.object({
     .enum(['recent', 'all'])
     .optional()
     .transform((v) => v ?? 'recent'),
-  /** `backfill_minutes` asked for on reconnect (0: do not ask; X allows 1–5 on some plans). */
-  INGEST_BACKFILL_MINUTES: int(0, 0, 5),
+  /**
+   * `backfill_minutes` asked for after a gap that fits in it (0: never ask; X grants 1–5 on some
+   * plans and refuses it on others, which is then not asked again): longer gaps are searched.
+   */
+  INGEST_BACKFILL_MINUTES: int(5, 0, 5),
+  /** The longest search query the upstream takes: rule values are OR-combined within it. */
+  UPSTREAM_QUERY_MAX_LENGTH: int(512, 16, 4_096),
   /** Conversations backfilled at once (each pages through the upstream's search). */
   INGEST_BACKFILL_CONCURRENCY: int(2, 1, 64),
 

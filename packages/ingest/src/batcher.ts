@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto'
 import type { Logger } from '@threadline/logger'
 
 export interface BatcherOptions {
@@ -19,11 +20,22 @@ export interface HandedOn {
   done: Promise<void>
 }
 
+/** A batch's identity: made when it closes, the same on every retry of its hand-on. */
+export interface BatchId {
+  id: string
+  /** False on a retry: the first attempt may have left its job or payload behind. */
+  firstAttempt: boolean
+}
+
 /**
  * Hands a batch on (adds a `posts` job); rejects when it could not. Resolves to what tells when
  * the batch is done, or to nothing when it is done once handed on.
  */
-export type BatchSink<L> = (lines: L[], observedAt: string) => Promise<HandedOn | void>
+export type BatchSink<L> = (
+  lines: L[],
+  observedAt: string,
+  batch: BatchId,
+) => Promise<HandedOn | void>
 
 /** Why batches went: at once (nothing in flight), gathered behind one in flight, or full. */
 export interface BatcherCounts {
@@ -103,7 +115,8 @@ export class Batcher<L extends { length: number } = string> {
     this.buffer = []
     this.bytes = 0
     this.inFlight += 1
-    this.handing = this.handing.then(() => this.send(lines, observedAt))
+    const id = randomUUID()
+    this.handing = this.handing.then(() => this.send(lines, observedAt, id))
     return this.handing
   }
 
@@ -113,11 +126,11 @@ export class Batcher<L extends { length: number } = string> {
     if (this.inFlight < this.maxInFlight && this.buffer.length > 0) void this.ship('gathered')
   }
 
-  private async send(lines: L[], observedAt: string): Promise<void> {
+  private async send(lines: L[], observedAt: string, id: string): Promise<void> {
     const base = this.options.retryMs ?? 200
     for (let attempt = 1; ; attempt++) {
       try {
-        const handed = await this.sink(lines, observedAt)
+        const handed = await this.sink(lines, observedAt, { id, firstAttempt: attempt === 1 })
         if (attempt > 1) this.log.info({ attempt }, 'queue reachable again; batch handed on')
         if (handed) handed.done.then(this.settled, this.settled)
         else this.settled()

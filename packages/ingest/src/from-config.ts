@@ -5,7 +5,8 @@ import type { Metrics } from '@threadline/metrics'
 import { POSTS_BATCH_MAX_BYTES, POSTS_BATCH_MAX_LINES } from '@threadline/queue'
 import { createRedis } from '@threadline/redis'
 import { X_BACKOFF } from './backoff.js'
-import { createIngest, type Ingest, type IngestOptions } from './ingest.js'
+import { createIngest, type Ingest } from './ingest.js'
+import type { IngestOptions } from './options.js'
 
 export class MissingUpstreamError extends Error {
   override name = 'MissingUpstreamError'
@@ -47,6 +48,7 @@ export function ingestOptionsFromConfig(
     rulesDebounceMs: RULES_DEBOUNCE_MS,
     stallMs: STALL_MS,
     backfillMinutes: config.INGEST_BACKFILL_MINUTES,
+    queryMaxLength: config.UPSTREAM_QUERY_MAX_LENGTH,
     noRulesRetryMs: NO_RULES_RETRY_MS,
     backoff: X_BACKOFF,
     leaseMs: LEASE_MS,
@@ -77,14 +79,16 @@ export async function ingestFromConfig(
     applicationName: 'threadline-ingest',
     logger,
   })
-  return createIngest({
-    db,
-    databaseUrl: config.DATABASE_URL,
-    redis: createRedis(config, 'producer', 'ingest'),
-    workerRedis: createRedis(config, 'worker', 'ingest-backfill'),
-    prefix: config.REDIS_PREFIX,
-    logger,
-    metrics: metrics?.ingest(),
+  return createIngest(
+    {
+      db,
+      databaseUrl: config.DATABASE_URL,
+      redis: createRedis(config, 'producer', 'ingest'),
+      workerRedis: createRedis(config, 'worker', 'ingest-backfill'),
+      prefix: config.REDIS_PREFIX,
+      logger,
+      metrics: metrics?.ingest(),
+    },
     options,
-  })
+  )
 }

@@ -13,7 +13,7 @@ export interface StreamReaderOptions {
   policy: BackoffPolicy
   /** No byte for this long → reconnect. */
   stallMs: number
-  /** Asked for on every reconnect (not the first connection) when above 0. */
+  /** Asked for on every reconnect (not the first connection) when above 0 and no `recovery` plans. */
   backfillMinutes: number
   /** After a 409 (no rules), wait at most this long for a rule change before trying again. */
   noRulesRetryMs: number
@@ -27,6 +27,18 @@ export interface StreamReaderDeps {
   options: StreamReaderOptions
   /** Resolves when the rule set may have changed (after a 409), or when `signal` aborts. */
   waitForRules?: (signal: AbortSignal) => Promise<void>
+  /** Plans `backfill_minutes` and recovers the window of every connection (see WindowRecovery). */
+  recovery?: StreamRecovery
+}
+
+/** What the reader asks of recovery around each connection. */
+export interface StreamRecovery {
+  /** The `backfill_minutes` to ask for on the next connection; never rejects. */
+  plan(): Promise<number>
+  /** The upstream refused the `backfill_minutes` asked for. */
+  refusedBackfill(): void
+  /** Awaited after a 200 and before the first line is read. */
+  connected(backfillMinutes: number, signal: AbortSignal): Promise<void>
 }
 
 /** What happened to the stream, for logs, metrics and tests. */
@@ -46,6 +58,7 @@ export interface StreamStats {
 type Outcome =
   | { failure: ConnectFailure; reason: string; connected: boolean }
   | { noRules: true; reason: string }
+  | { refusedBackfill: true; status: number; reason: string }
   | { closed: true }
 
 function abortableSleep(ms: number, signal: AbortSignal): Promise<void> {
@@ -129,9 +142,21 @@ export class StreamReader {
     let attempt = 0
     while (!signal.aborted) {
       attempt += 1
-      const backfillMinutes = attempt > 1 ? options.backfillMinutes : 0
+      const { recovery } = this.deps
+      const backfillMinutes = recovery
+        ? await recovery.plan()
+        : attempt > 1
+          ? options.backfillMinutes
+          : 0
       const outcome = await this.connectOnce(attempt, backfillMinutes)
       if ('closed' in outcome) break
+      if ('refusedBackfill' in outcome) {
+        // Not a failure of the stream: the next attempt goes at once, without the parameter.
+        recovery?.refusedBackfill()
+        const failure = { kind: 'http' as const, status: outcome.status }
+        this.emit({ type: 'disconnected', reason: outcome.reason, failure, delayMs: 0 })
+        continue
+      }
       if ('noRules' in outcome) {
         this.log.info('upstream has no rules yet; waiting for one')
         this.emit({ type: 'disconnected', reason: outcome.reason, delayMs: options.noRulesRetryMs })
@@ -193,6 +218,10 @@ export class StreamReader {
       if (res.status !== 200) {
         const body = await res.text().catch(() => '')
         if (res.status === 409) return { noRules: true, reason: `409: ${body.slice(0, 200)}` }
+        if (backfillMinutes > 0 && refusesBackfill(res.status, body)) {
+          const reason = `${res.status}: ${body.slice(0, 200)}`
+          return { refusedBackfill: true, status: res.status, reason }
+        }
         if (res.status === 429) {
           return {
             failure: { kind: 'rate-limit', resetAt: parseRateLimit(res.headers).resetAt },
@@ -208,9 +237,19 @@ export class StreamReader {
       }
       connected = true
       this.stats.connects += 1
-      lastByteAt = Date.now()
       this.log.info({ attempt, backfillMinutes }, 'stream connected')
       this.emit({ type: 'connected', attempt, backfillMinutes })
+      if (this.deps.recovery) {
+        // Time spent recording the window (Redis full or away) is not the upstream's silence.
+        inSink = true
+        try {
+          await this.deps.recovery.connected(backfillMinutes, signal)
+        } finally {
+          inSink = false
+        }
+        if (closing.aborted) return { closed: true }
+      }
+      lastByteAt = Date.now()
       const splitter = new LineSplitter()
       try {
         for await (const chunk of res.body) {
@@ -271,6 +310,14 @@ export class StreamReader {
       conn.abort()
     }
   }
+}
+
+/**
+ * An answer that refuses the `backfill_minutes` parameter itself (X answers so to an access level
+ * without it), as opposed to any other refusal of the connection.
+ */
+function refusesBackfill(status: number, body: string): boolean {
+  return (status === 400 || status === 403) && body.includes('backfill_minutes')
 }
 
 function errText(err: unknown): string {

@@ -327,18 +327,22 @@ export class UpstreamClient {
     await this.json('POST', '/2/tweets/search/stream/rules', {}, { delete: { ids } }, signal)
   }
 
-  /** One page of search for `query`, with all fields and expansions. */
+  /**
+   * One page of search for `query`, with all fields and expansions; `bounds` narrows it to Posts
+   * newer than `since_id` or made from `start_time` (window recovery).
+   */
   async search(
     kind: 'recent' | 'all',
     query: string,
     nextToken: string | undefined,
     signal?: AbortSignal,
+    bounds: { since_id?: string; start_time?: string } = {},
   ): Promise<Page> {
     const path = `/2/tweets/search/${kind}`
     const { text, json, rateLimit } = await this.json(
       'GET',
       path,
-      { query, max_results: '100', next_token: nextToken, ...fieldParams() },
+      { query, max_results: '100', next_token: nextToken, ...bounds, ...fieldParams() },
       undefined,
       signal,
       [200],

@@ -137,6 +137,8 @@ export interface IngestMetrics {
   batchQueued(source: string, lines: number): void
   /** Reports whether this replica holds the leader lease (read at scrape time). */
   leader(held: () => boolean): void
+  /** A window the stream missed, recovered by a replay or by search: Posts found, seconds to close. */
+  windowRecovered(how: 'backfill_minutes' | 'search', posts: number, closeSeconds: number): void
 }
 
 export function ingestMetrics(registry: Registry): IngestMetrics {
@@ -179,6 +181,23 @@ export function ingestMetrics(registry: Registry): IngestMetrics {
     labelNames: ['source'] as const,
     registers,
   })
+  const windows = new Counter({
+    name: 'threadline_ingest_windows_recovered_total',
+    help: 'Stream windows (reconnect, outage, takeover) recovered, by how (backfill_minutes, search)',
+    labelNames: ['how'] as const,
+    registers,
+  })
+  const recoveredPosts = new Counter({
+    name: 'threadline_ingest_recovered_posts_total',
+    help: 'Posts found by the searches that recovered stream windows',
+    registers,
+  })
+  const closeSeconds = new Histogram({
+    name: 'threadline_ingest_window_close_seconds',
+    help: 'From the stream coming back to its missed window searched to the end',
+    buckets: [1, 5, 15, 30, 60, 120, 300, 900],
+    registers,
+  })
   let isLeader: (() => boolean) | undefined
   new Gauge({
     name: 'threadline_ingest_leader',
@@ -194,6 +213,11 @@ export function ingestMetrics(registry: Registry): IngestMetrics {
       if (e.type === 'connected') connects.inc()
       else if (e.type === 'error-line') errorLines.inc()
       else reconnects.inc({ cause: reconnectCause(e) })
+    },
+    windowRecovered(how, posts, seconds) {
+      windows.inc({ how })
+      recoveredPosts.inc(posts)
+      if (how === 'search') closeSeconds.observe(seconds)
     },
     streamLine: () => lines.inc(),
     backfillPage: () => pages.inc(),

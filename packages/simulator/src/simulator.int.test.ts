@@ -617,3 +617,34 @@ describe('simulator lifecycle', () => {
     }
   })
 })
+
+describe('simulator as X without Enterprise access', () => {
+  it('refuses backfill_minutes with a 400 naming it, and records what it made while no one listened', async () => {
+    const sim = createSimulator({
+      port: 0,
+      rate: 0,
+      seed: 5,
+      bearerToken: TOKEN,
+      grantBackfill: false,
+    })
+    await sim.start()
+    try {
+      const [conv] = sim.demoConversations()
+      await addRule(sim, `conversation_id:${conv}`)
+      const unheard = sim.reply(conv!)
+      const refused = await call(sim, `/2/tweets/search/stream?${ALL}&backfill_minutes=1`)
+      expect(refused.status).toBe(400)
+      expect(JSON.stringify(refused.body)).toContain('backfill_minutes')
+      const stream = await openStream(sim)
+      expect(stream.status).toBe(200)
+      const heard = sim.reply(conv!)
+      await until('the live Post', () => stream.posts().some((p) => p.data.id === heard.id))
+      expect(stream.posts().map((p) => p.data.id)).not.toContain(unheard.id)
+      expect(sim.stats().sent.unheard).toEqual([unheard.id])
+      expect(sim.stats().sent.ids).toEqual([heard.id])
+      stream.close()
+    } finally {
+      await sim.close()
+    }
+  })
+})

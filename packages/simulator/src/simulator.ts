@@ -31,6 +31,8 @@ export interface SimulatorOptions {
   keepAliveMs?: number
   world?: Omit<WorldOptions, 'seed'>
   maxStreamConnections?: number
+  /** False: `backfill_minutes` is refused with X's 400, as for most access levels (default true). */
+  grantBackfill?: boolean
   /** Requests per endpoint per 15-minute window before 429s. */
   rateLimit?: number
   maxStreamBufferBytes?: number
@@ -184,6 +186,7 @@ export function createSimulator(options: SimulatorOptions = {}): Simulator {
     hub,
     compile,
     maxConnections,
+    grantBackfill: options.grantBackfill ?? true,
     connected: () => void streamConnects++,
   }
   const routes: SimRoute[] = [

@@ -61,6 +61,11 @@ export interface Deliveries {
   byRule: Record<string, RuleDeliveries>
   /** True once a list of ids reached RECORD_LIMIT and stopped growing (the counts go on). */
   truncated: boolean
+  /**
+   * Ids the rules matched while no stream was connected: X sends them to no one and keeps nothing
+   * for a client that was away, so only recovery brings them back (when recording).
+   */
+  unheard: string[]
 }
 
 /**
@@ -102,7 +107,13 @@ export class StreamHub {
   private reorderLeft = 0
   private held: { post: SimPost; rules: Rule[] }[] = []
   readonly failures: PendingFailure[] = []
-  private deliveries: Deliveries = { total: 0, ids: [], byRule: {}, truncated: false }
+  private deliveries: Deliveries = {
+    total: 0,
+    ids: [],
+    byRule: {},
+    truncated: false,
+    unheard: [],
+  }
 
   constructor(private readonly options: StreamHubOptions) {}
 
@@ -155,7 +166,8 @@ export class StreamHub {
 
   /** Sends new Posts to every open stream, with the faults that are pending. */
   deliver(posts: SimPost[]): void {
-    if (this.connections.size === 0 || this.options.rules.size === 0) return
+    if (this.options.rules.size === 0) return
+    if (this.connections.size === 0) return this.recordUnheard(posts)
     let items: { post: SimPost; rules: Rule[] }[] = []
     for (const post of posts) {
       const rules = this.options.rules.match(post.wire)
@@ -273,6 +285,17 @@ export class StreamHub {
     // One write per batch: at benchmark rates a write per Post costs more than the Posts.
     this.write(conn, this.render(items, conn.view))
     this.record(items)
+  }
+
+  private recordUnheard(posts: SimPost[]) {
+    const d = this.deliveries
+    if (!this.options.recordDeliveries) return
+    const limit = this.options.recordLimit ?? RECORD_LIMIT
+    for (const post of posts) {
+      if (this.options.rules.match(post.wire).length === 0) continue
+      if (d.unheard.length < limit) d.unheard.push(post.id)
+      else d.truncated = true
+    }
   }
 
   private record(items: { post: SimPost; rules: Rule[] }[]) {
@@ -423,6 +446,6 @@ export class StreamHub {
   }
 
   resetSent(): void {
-    this.deliveries = { total: 0, ids: [], byRule: {}, truncated: false }
+    this.deliveries = { total: 0, ids: [], byRule: {}, truncated: false, unheard: [] }
   }
 }

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify'
-import { newestUsersByUsernames, postsByIds, usersByIds, type ReadUser } from '@threadline/db'
+import { newestUsersByUsernames, usersByIds, type ReadUser } from '@threadline/db'
 import {
   notFound,
   selection,

@@ -32,8 +32,8 @@ export async function admin(
   }
   switch (`${req.method} ${path}`) {
     case 'GET /_sim/stats': {
-      // Counts only: the ids are GET /_sim/sent's (up to a million of them).
-      const { ids: _ids, byRule, ...sent } = hub.sent()
+      // Counts only: the ids (and those no stream heard) are GET /_sim/sent's.
+      const { ids: _ids, unheard: _unheard, byRule, ...sent } = hub.sent()
       const rules = Object.fromEntries(
         Object.entries(byRule).map(([id, { ids: _ruleIds, ...r }]) => [id, r]),
       )

@@ -71,6 +71,8 @@ export interface SimContext {
   hub: StreamHub
   compile: RuleCompiler
   maxConnections: number
+  /** Whether the stream honours `backfill_minutes` (X grants it to some access levels only). */
+  grantBackfill: boolean
   /** Counts a stream connection accepted (stats). */
   connected(): void
 }

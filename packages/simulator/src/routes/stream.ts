@@ -1,4 +1,4 @@
-import { FIELD_PARAMS, int, time } from '../params.js'
+import { FIELD_PARAMS, int, invalid, time } from '../params.js'
 import { viewOf } from '../serialize.js'
 import { defineRoute, JSON_TYPE, type SimContext, type SimRoute } from './route.js'
 
@@ -20,6 +20,14 @@ export function streamRoutes(ctx: SimContext): SimRoute[] {
     },
     ({ params, res }) => {
       const view = viewOf(params)
+      if (!ctx.grantBackfill && params.backfill_minutes > 0) {
+        const raw = String(params.backfill_minutes)
+        throw invalid(
+          'backfill_minutes',
+          raw,
+          'The `backfill_minutes` query parameter is not available with your access level.',
+        )
+      }
       if (rules.size === 0) {
         return {
           status: 409,

@@ -1,0 +1,29 @@
+import type { BackoffPolicy } from './backoff.js'
+
+/** What the ingest is told (ingestOptionsFromConfig makes it from configuration). */
+export interface IngestOptions {
+  upstreamUrl: string
+  upstreamBearerToken?: string
+  search: 'recent' | 'all'
+  batchMaxItems: number
+  batchMaxBytes?: number
+  reconcileMs: number
+  rulesDebounceMs: number
+  stallMs: number
+  /** `backfill_minutes` asked for after a gap that fits in it (0: never; longer gaps: search). */
+  backfillMinutes: number
+  /** The longest OR-combined search query of a window recovery (default 512). */
+  queryMaxLength?: number
+  noRulesRetryMs: number
+  backoff: BackoffPolicy
+  leaseMs: number
+  backfillConcurrency: number
+  backfillMaxWaitMs: number
+  shutdownTimeoutMs: number
+  /** Run the backfill worker in this process (default true). */
+  backfillWorker?: boolean
+  /** Take part in the leader election for rule sync and the stream (default true). */
+  leader?: boolean
+  backfillLockDuration?: number
+  backfillStalledInterval?: number
+}
