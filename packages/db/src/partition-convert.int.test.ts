@@ -3,6 +3,7 @@ import { sql } from 'kysely'
 import { snowflakeAt } from '@threadline/domain'
 import { createTestEnv, type TestEnv } from '@threadline/testing'
 import { down as unpartition } from './migrations/20261128T120200-partitions.js'
+import * as archiveReads from './migrations/20261128T120300-archive-reads.js'
 import { convertToPartitioned, type ConversionProgress } from './partition-convert.js'
 import { isPartitioned } from './partitions.js'
 import { storeBatch } from './repositories/store-batch.js'
@@ -70,7 +71,10 @@ async function keepWriting(stop: Promise<void>): Promise<string[]> {
 
 describe('converting an existing store', () => {
   it('partitions 100 k stored Posts online, resumably, while the writer keeps writing', async () => {
+    // A store from before partitioning, on which the later migrations ran (mentions' triggers).
+    await archiveReads.down(env.db)
     await unpartition(env.db)
+    await archiveReads.up(env.db)
     expect(await isPartitioned(env.db, 'posts')).toBe(false)
     await seed()
     const before = (
@@ -125,5 +129,10 @@ describe('converting an existing store', () => {
       WHERE schemaname = current_schema() AND tablename = 'posts' ORDER BY 1`.execute(env.db)
     expect(names.map((r) => r.name)).toContain('posts_pkey')
     expect(names.map((r) => r.name).filter((n) => n.endsWith('_next'))).toEqual([])
+    // The triggers later migrations put on posts (mentions) are on the partitioned table.
+    const { rows: triggers } = await sql<{ name: string }>`
+      SELECT tgname AS name FROM pg_trigger
+      WHERE tgrelid = to_regclass('posts') AND NOT tgisinternal ORDER BY 1`.execute(env.db)
+    expect(triggers.map((t) => t.name)).toEqual(['posts_mentions_insert', 'posts_mentions_update'])
   })
 })

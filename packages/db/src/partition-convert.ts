@@ -161,12 +161,18 @@ async function swap(db: Kysely<any>, lockTimeoutMs: number): Promise<void> {
             SELECT c.relname AS old, left(c.relname, -5) AS name FROM pg_index i
             JOIN pg_class c ON c.oid = i.indexrelid
             WHERE i.indrelid = to_regclass(${next(table)})`.execute(trx)
+          // Triggers of later migrations (posts' mentions) go with the old table: made again below.
+          const triggers = await sql<{ definition: string }>`
+            SELECT pg_get_triggerdef(oid) AS definition FROM pg_trigger
+            WHERE tgrelid = to_regclass(${table}) AND NOT tgisinternal
+              AND tgname <> ${`${table}_mirror`}`.execute(trx)
           await sql`DROP TABLE ${sql.id(table)}`.execute(trx)
           await sql.raw(`DROP FUNCTION "${table}_mirror"()`).execute(trx)
           await sql`ALTER TABLE ${sql.id(next(table))} RENAME TO ${sql.id(table)}`.execute(trx)
           for (const { old, name } of rows) {
             await sql`ALTER INDEX ${sql.id(old)} RENAME TO ${sql.id(name)}`.execute(trx)
           }
+          for (const { definition } of triggers.rows) await sql.raw(definition).execute(trx)
         }
         await sql`DROP TABLE partition_conversion`.execute(trx)
       })
