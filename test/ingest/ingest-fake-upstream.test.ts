@@ -314,7 +314,9 @@ describe('ingest against a fake upstream', () => {
       f.addHistory(conv.lines)
       f.searchGate = (req) => (req.query.next_token === 'tok15' ? gate : Promise.resolve())
     })
-    const searches = () => fake.requests.filter((r) => r.path === '/2/tweets/search/recent')
+    // The conversation's backfill pages (a leadership's first connection also searches its window).
+    const searches = () =>
+      fake.requests.filter((r) => r.path === '/2/tweets/search/recent' && !r.query.since_id)
     const first = await startIngest(env, fastOptions(fake.url), 'first')
     await addRules(env.db, appA, [{ value: `conversation_id:${conv.rootId}` }], { cap: 1000 })
 

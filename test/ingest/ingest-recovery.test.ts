@@ -75,7 +75,7 @@ describe('recovery of what the stream missed', () => {
     expect(searches.length).toBeGreaterThan(0)
     // From the mark (the newest Post queued) less the 10-second margin.
     const markMs = snowflakeTime(conv.ids[9]!)!.getTime()
-    expect(searches[0]!.query.since_id).toBe(snowflakeAt(new Date(markMs - 10_000)))
+    expect(searches.map((s) => s.query.since_id)).toContain(snowflakeAt(new Date(markMs - 10_000)))
 
     // A second gap: no backfill_minutes asked, recovered by search again.
     const searchesBefore = searches.length

@@ -40,8 +40,11 @@ export class WindowRecovery {
   private refused = false
   /** Where the window planned for the next connection starts. */
   private start: StreamMark | undefined
-  /** When this leadership's stream last connected: the window start while it has no mark. */
-  private connectedAt: number | undefined
+  /**
+   * When this leadership began: the window start while there is no mark, since the rules it places
+   * upstream may match Posts before its first connection is open.
+   */
+  private readonly ledSince = Date.now()
 
   constructor(private readonly deps: WindowRecoveryDeps) {
     this.log = deps.logger.child({ component: 'recovery' })
@@ -59,11 +62,11 @@ export class WindowRecovery {
         'could not read the stream mark; planning from what this replica knows',
       )
     }
-    const at = this.connectedAt
-    this.start =
-      this.known ?? (at === undefined ? undefined : { id: snowflakeAt(new Date(at)), at })
+    // Without a mark the window since this leadership began is searched; a replay is asked for
+    // only on a reconnect, as X's clients do.
+    this.start = this.known ?? { id: snowflakeAt(new Date(this.ledSince)), at: this.ledSince }
     const { backfillMinutes } = this.deps.options
-    if (!this.start || this.refused || backfillMinutes === 0) return 0
+    if (!this.known || this.refused || backfillMinutes === 0) return 0
     const window = Date.now() - this.start.at + REPLAY_MARGIN_MS
     return window <= backfillMinutes * 60_000 ? backfillMinutes : 0
   }
@@ -85,7 +88,6 @@ export class WindowRecovery {
     const now = Date.now()
     const start = this.start
     this.start = undefined
-    this.connectedAt ??= now
     if (!start) return
     if (backfillMinutes > 0) {
       this.deps.metrics?.windowRecovered('backfill_minutes', 0, 0)
