@@ -187,6 +187,29 @@ export class StreamReader {
     }
   }
 
+  /** What a connection answered with another status than 200 means for the next attempt. */
+  private async refused(res: StreamResponse, backfillMinutes: number): Promise<Outcome> {
+    const connected = false
+    const body = await res.text().catch(() => '')
+    if (res.status === 409) return { noRules: true, reason: `409: ${body.slice(0, 200)}` }
+    if (backfillMinutes > 0 && refusesBackfill(res.status, body)) {
+      const reason = `${res.status}: ${body.slice(0, 200)}`
+      return { refusedBackfill: true, status: res.status, reason }
+    }
+    if (res.status === 429) {
+      return {
+        failure: { kind: 'rate-limit', resetAt: parseRateLimit(res.headers).resetAt },
+        reason: `429: ${body.slice(0, 200)}`,
+        connected,
+      }
+    }
+    return {
+      failure: { kind: 'http', status: res.status },
+      reason: `${res.status}: ${body.slice(0, 200)}${authHint(res.status, this.deps.upstream.hasToken)}`,
+      connected,
+    }
+  }
+
   private async connectOnce(attempt: number, backfillMinutes: number): Promise<Outcome> {
     const closing = this.abort.signal
     const conn = new AbortController()
@@ -215,26 +238,7 @@ export class StreamReader {
         const reason = stalled ? 'no response headers in time' : `network: ${errText(err)}`
         return { failure: { kind: 'network' }, reason, connected }
       }
-      if (res.status !== 200) {
-        const body = await res.text().catch(() => '')
-        if (res.status === 409) return { noRules: true, reason: `409: ${body.slice(0, 200)}` }
-        if (backfillMinutes > 0 && refusesBackfill(res.status, body)) {
-          const reason = `${res.status}: ${body.slice(0, 200)}`
-          return { refusedBackfill: true, status: res.status, reason }
-        }
-        if (res.status === 429) {
-          return {
-            failure: { kind: 'rate-limit', resetAt: parseRateLimit(res.headers).resetAt },
-            reason: `429: ${body.slice(0, 200)}`,
-            connected,
-          }
-        }
-        return {
-          failure: { kind: 'http', status: res.status },
-          reason: `${res.status}: ${body.slice(0, 200)}${authHint(res.status, this.deps.upstream.hasToken)}`,
-          connected,
-        }
-      }
+      if (res.status !== 200) return await this.refused(res, backfillMinutes)
       connected = true
       this.stats.connects += 1
       this.log.info({ attempt, backfillMinutes }, 'stream connected')
