@@ -192,6 +192,59 @@ function metaOf(
   }
 }
 
+/** Each row's replies (CSR: `children[childStart[r]..childStart[r+1]]`), in sort order. */
+function childLists(
+  parentRow: Int32Array,
+  sorted: Int32Array,
+  n: number,
+): { childStart: Int32Array; children: Int32Array } {
+  const childStart = new Int32Array(n + 1)
+  for (let r = 0; r < n; r++) {
+    const p = parentRow[r]!
+    if (p >= 0 && p !== r) childStart[p + 1]!++
+  }
+  for (let r = 0; r < n; r++) childStart[r + 1]! += childStart[r]!
+  const fill = childStart.slice(0, n)
+  const children = new Int32Array(childStart[n]!)
+  // Filled from `sorted`, so each list is in sort order.
+  for (const r of sorted) {
+    const p = parentRow[r]!
+    if (p >= 0 && p !== r) children[fill[p]!++] = r
+  }
+  return { childStart, children }
+}
+
+/** The missing parents and the tree's meta, from the rows and the walk's depths. */
+function summarize(
+  rows: SkeletonRows,
+  n: number,
+  root: number,
+  parentRow: Int32Array,
+  depthAt: Int32Array,
+): { missing: Set<string>; meta: ReturnType<typeof metaOf> } {
+  const { parents } = rows
+  let replyCount = 0
+  let maxDepth = 0
+  let first = Infinity
+  let last = -Infinity
+  const missing = new Set<string>()
+  const authors = new Set<string>()
+  for (let r = 0; r < n; r++) {
+    if (r !== root && parents[r] != null) replyCount++
+    if (parentRow[r] === -1) missing.add(parents[r]!)
+    const a = rows.authors[r]
+    if (a != null) authors.add(a)
+    const ms = rows.createdMs[r]!
+    if (ms < first) first = ms
+    if (ms > last) last = ms
+  }
+  for (let p = 0; p < n; p++) if (depthAt[p]! > maxDepth) maxDepth = depthAt[p]!
+  return {
+    missing,
+    meta: metaOf(rows, n, replyCount, missing, maxDepth, authors.size, first, last),
+  }
+}
+
 /**
  * Builds the tree of one conversation in a few linear passes and one sort: replies are grouped
  * under their parents in sort order (a counting sort over the sorted rows), then walked
@@ -219,19 +272,7 @@ export function buildConversationTree(
 
   const sorted = sortedRows(rows, sort, n)
 
-  // Children lists (CSR), each in sort order because they are filled from `sorted`.
-  const childStart = new Int32Array(n + 1)
-  for (let r = 0; r < n; r++) {
-    const p = parentRow[r]!
-    if (p >= 0 && p !== r) childStart[p + 1]!++
-  }
-  for (let r = 0; r < n; r++) childStart[r + 1]! += childStart[r]!
-  const fill = childStart.slice(0, n)
-  const children = new Int32Array(childStart[n]!)
-  for (const r of sorted) {
-    const p = parentRow[r]!
-    if (p >= 0 && p !== r) children[fill[p]!++] = r
-  }
+  const { childStart, children } = childLists(parentRow, sorted, n)
 
   const order = new Int32Array(n)
   const depthAt = new Int32Array(n)
@@ -296,22 +337,7 @@ export function buildConversationTree(
   const positionOfRow = new Int32Array(n)
   for (let p = 0; p < n; p++) positionOfRow[order[p]!] = p
 
-  let replyCount = 0
-  let maxDepth = 0
-  let first = Infinity
-  let last = -Infinity
-  const missing = new Set<string>()
-  const authors = new Set<string>()
-  for (let r = 0; r < n; r++) {
-    if (r !== root && parents[r] != null) replyCount++
-    if (parentRow[r] === -1) missing.add(parents[r]!)
-    const a = rows.authors[r]
-    if (a != null) authors.add(a)
-    const ms = rows.createdMs[r]!
-    if (ms < first) first = ms
-    if (ms > last) last = ms
-  }
-  for (let p = 0; p < n; p++) if (depthAt[p]! > maxDepth) maxDepth = depthAt[p]!
+  const { missing, meta } = summarize(rows, n, root, parentRow, depthAt)
 
   return new BuiltTree({
     conversationId,
@@ -327,6 +353,6 @@ export function buildConversationTree(
     descendants,
     positionOfRow,
     missing,
-    meta: metaOf(rows, n, replyCount, missing, maxDepth, authors.size, first, last),
+    meta,
   })
 }
