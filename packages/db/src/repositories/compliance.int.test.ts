@@ -186,3 +186,82 @@ describe('applyComplianceEvents', () => {
     expect(withheld!.withheldInCountries).toEqual(['DE', 'FR'])
   })
 })
+
+describe('the writer honours withdrawals (events win over content)', () => {
+  const conv = generateConversation({
+    size: 6,
+    seed: 4501,
+    padding: true,
+    startMs: Date.UTC(2026, 10, 2),
+  })
+  const later = '2026-11-28T12:30:00.000Z'
+
+  it('a Post deleted before it is stored stays an erased placeholder when its content comes', async () => {
+    const id = conv.ids[3]!
+    await applyComplianceEvents(env.db, [event({ id, action: 'delete' })])
+    const stored = await storeBatch(env.db, normalizeLines(conv.lines, later), 'test')
+    expect(await postRow(id)).toMatchObject({
+      withdrawn: 'deleted',
+      text: '',
+      author_id: null,
+      search_terms: [],
+    })
+    expect(stored.outbox[0]!.payload.post_ids).not.toContain(id)
+    expect(stored.outbox[0]!.payload.post_ids).toContain(conv.ids[2])
+    // A newer copy again: still nothing comes back, no reference, no mention.
+    await storeBatch(env.db, normalizeLines([conv.lines[3]!], '2026-11-28T13:00:00.000Z'), 'test')
+    expect(await postRow(id)).toMatchObject({ withdrawn: 'deleted', text: '' })
+    const { rows } = await sql`SELECT 1 FROM post_references WHERE post_id = ${id}
+      UNION ALL SELECT 1 FROM post_mentions WHERE post_id = ${id}`.execute(env.db)
+    expect(rows).toEqual([])
+  })
+
+  it('a Post dropped before it is stored is stored hidden, counted, not published', async () => {
+    const c = generateConversation({ size: 4, seed: 4502, startMs: Date.UTC(2026, 10, 3) })
+    const id = c.ids[2]!
+    await applyComplianceEvents(env.db, [event({ id, action: 'drop' })])
+    const stored = await storeBatch(env.db, normalizeLines(c.lines, later), 'test')
+    expect(stored.inserted).toBe(4)
+    expect(stored.outbox[0]!.payload.post_ids).not.toContain(id)
+    expect(await postRow(id)).toMatchObject({ withdrawn: 'hidden', withdrawn_reason: 'dropped' })
+    expect((await postRow(id))!.text).toMatch(/^post 2 /)
+    const { rows } = await sql<{ n: number }>`SELECT post_count AS n FROM conversations
+      WHERE id = ${c.rootId}`.execute(env.db)
+    expect(rows[0]!.n).toBe(4)
+  })
+
+  it("a new Post of a withdrawn author is stored hidden with the author's reason", async () => {
+    const c = generateConversation({
+      size: 3,
+      seed: 4503,
+      users: 1,
+      startMs: Date.UTC(2026, 10, 4),
+    })
+    const author = (JSON.parse(c.lines[0]!) as { data: { author_id: string } }).data.author_id
+    const userId = String(BigInt(author) + 5000n)
+    const lines = c.lines.map((l) => l.replaceAll(`"${author}"`, `"${userId}"`))
+    await applyComplianceEvents(env.db, [
+      event({ kind: 'user', id: userId, action: 'user_suspend', eventAt: later }),
+    ])
+    const stored = await storeBatch(env.db, normalizeLines(lines, later), 'test')
+    expect(stored.outbox).toEqual([])
+    for (const id of c.ids) {
+      expect(await postRow(id)).toMatchObject({
+        withdrawn: 'hidden',
+        withdrawn_reason: 'suspended',
+      })
+    }
+    const { rows } = await sql<{ name: string; withdrawn: string }>`
+      SELECT name, withdrawn FROM users WHERE id = ${userId}`.execute(env.db)
+    expect(rows[0]).toEqual({ name: 'User 0', withdrawn: 'hidden' })
+    await applyComplianceEvents(env.db, [
+      event({
+        kind: 'user',
+        id: userId,
+        action: 'user_unsuspend',
+        eventAt: '2026-11-28T12:31:00.000Z',
+      }),
+    ])
+    for (const id of c.ids) expect(await postRow(id)).toMatchObject({ withdrawn: null })
+  })
+})
