@@ -325,6 +325,8 @@ async function applyPostStates(
     SELECT id::text AS erased_id, conversation_id::text AS conversation_id, stored_at FROM erased
     UNION ALL SELECT NULL, conversation_id::text, NULL FROM hidden_placed
     UNION ALL SELECT NULL, conversation_id::text, NULL FROM shown`.execute(trx)
+  const erased = rows.flatMap((r) => (r.erased_id ? [r.erased_id] : []))
+  if (erased.length > 0) await eraseWebhookBodies(trx, erased)
   return {
     conversations: rows.flatMap((r) => (r.conversation_id ? [r.conversation_id] : [])),
     erased: rows.flatMap((r) =>
@@ -333,6 +335,16 @@ async function applyPostStates(
         : [],
     ),
   }
+}
+
+/**
+ * Webhook events waiting or parked hold the Posts they carry as text: one that carries an erased
+ * Post goes (a reply's event that includes it too), so its content is in no row afterwards.
+ */
+async function eraseWebhookBodies(trx: Trx, ids: readonly string[]): Promise<void> {
+  const patterns = ids.map((id) => `%"id":"${id}"%`)
+  await sql`DELETE FROM webhook_deliveries WHERE body LIKE ANY(${patterns}::text[])`.execute(trx)
+  await sql`DELETE FROM webhook_failures WHERE body LIKE ANY(${patterns}::text[])`.execute(trx)
 }
 
 /** Withheld countries (the latest event of each Post or user wins) and geo scrubbing. */
