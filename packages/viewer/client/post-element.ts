@@ -78,7 +78,8 @@ function withdrawnElement(
       tabindex: '-1',
       'aria-label': WITHDRAWN_TEXT[withdrawn],
     },
-    h('p', { class: 'text withdrawn-text' }, WITHDRAWN_TEXT[withdrawn]),
+    // A head like a Post's: the tree puts its collapse toggle there.
+    h('div', { class: 'head' }, h('span', { class: 'withdrawn-text' }, WITHDRAWN_TEXT[withdrawn])),
   )
 }
 
