@@ -326,7 +326,10 @@ async function applyPostStates(
     UNION ALL SELECT NULL, conversation_id::text, NULL FROM hidden_placed
     UNION ALL SELECT NULL, conversation_id::text, NULL FROM shown`.execute(trx)
   const erased = rows.flatMap((r) => (r.erased_id ? [r.erased_id] : []))
-  if (erased.length > 0) await eraseWebhookBodies(trx, erased)
+  if (erased.length > 0) {
+    await eraseWebhookBodies(trx, erased)
+    await eraseDeletedAuthors(trx, erased)
+  }
   return {
     conversations: rows.flatMap((r) => (r.conversation_id ? [r.conversation_id] : [])),
     erased: rows.flatMap((r) =>
@@ -335,6 +338,22 @@ async function applyPostStates(
         : [],
     ),
   }
+}
+
+/**
+ * A user X deleted (user_delete) whose Posts' deletes now come is gone for good: its profile is
+ * erased too (name, username and raw but the id), and it stays so (users.withdrawn 'deleted').
+ * Until then user_undelete may still bring the account back.
+ */
+async function eraseDeletedAuthors(trx: Trx, postIds: readonly string[]): Promise<void> {
+  await sql`
+    UPDATE users u SET name = '', username = '', raw = jsonb_build_object('id', u.id::text),
+      withheld_in_countries = NULL, withdrawn = 'deleted', updated_at = now()
+    WHERE u.withdrawn = 'hidden' AND u.withdrawn_reason IN ('deactivated', 'deleted')
+      AND u.id IN (SELECT l.author_id FROM compliance_log l
+        WHERE l.kind = 'tweet' AND l.action = 'delete' AND l.target_id = ANY(${postIds}::bigint[]))`.execute(
+    trx,
+  )
 }
 
 /**

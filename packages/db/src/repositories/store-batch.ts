@@ -103,9 +103,11 @@ const STORE_BATCH = `
   -- batch changes meanwhile ends as if that batch had committed after this one.
   users_to_write AS (
     SELECT n.* FROM users_in n LEFT JOIN users_before o ON o.id = n.id
-    WHERE o.id IS NULL OR (o.observed_at < n.observed_at AND (
-      o.name <> n.name OR o.username <> n.username
-      OR o.observed_at < n.observed_at - $8::interval))
+    -- A user X deleted for good keeps no profile (docs/api.md §7).
+    WHERE o.id IS NULL OR (o.withdrawn IS DISTINCT FROM 'deleted'
+      AND o.observed_at < n.observed_at AND (
+        o.name <> n.name OR o.username <> n.username
+        OR o.observed_at < n.observed_at - $8::interval))
   ),
   users_written AS (
     INSERT INTO users AS u (id, name, username, raw, observed_at)
@@ -113,7 +115,7 @@ const STORE_BATCH = `
     ON CONFLICT (id) DO UPDATE SET
       name = excluded.name, username = excluded.username, raw = excluded.raw,
       observed_at = excluded.observed_at, updated_at = now()
-    WHERE u.observed_at < excluded.observed_at
+    WHERE u.observed_at < excluded.observed_at AND u.withdrawn IS DISTINCT FROM 'deleted'
     RETURNING u.id, u.name, u.username, (xmax = 0) AS inserted
   ),
 
