@@ -162,7 +162,8 @@ beforeAll(async () => {
   // Three batches, three packs in the stored stream: erasing the deleted Post's pack leaves the
   // others to replay.
   await store(env, writer, [root.line, byCarol.line, byDave.line])
-  await store(env, writer, [mid.line])
+  // A cut copy of it beside it, kept as a reject.
+  await store(env, writer, [mid.line, mid.line.slice(0, -40)])
   await store(env, writer, [underMid.line, underCarol.line])
 })
 
@@ -170,7 +171,7 @@ afterAll(() => env?.close())
 
 describe('withdrawn Posts on every surface', () => {
   it('before: the deleted Post is in the database and the stored stream, and found', async () => {
-    expect(await tablesHolding(SECRET)).toEqual(expect.arrayContaining(['posts']))
+    expect(await tablesHolding(SECRET)).toEqual(expect.arrayContaining(['posts', 'ingest_rejects']))
     expect(await redisKeysHolding(SECRET)).toEqual([`${env.prefix}:stored`])
     expect(ids((await get(`/2/tweets/search/recent?query=${SECRET}`)).body)).toEqual([mid.id])
   })
@@ -340,6 +341,30 @@ describe('withdrawn Posts on every surface', () => {
     expect(new Set(replayed)).toEqual(new Set([root.id, underMid.id, underCarol.id]))
     expect(stream.lines.join('\n')).not.toContain(SECRET)
     stream.close()
+  })
+
+  it("withheld Posts and users are served with X's withheld field", async () => {
+    await applyComplianceEvents(env.db, [
+      event({ kind: 'tweet', id: root.id, action: 'withheld', withheldInCountries: ['DE', 'FR'] }),
+      event({ kind: 'user', id: alice.id, action: 'user_withheld', withheldInCountries: ['TR'] }),
+    ])
+    const withheld = { copyright: false, country_codes: ['DE', 'FR'] }
+    // Both hydrations: the JSON text Postgres writes, and the objects (with expansions).
+    const text = await get(`/2/tweets?ids=${root.id}&tweet.fields=withheld`)
+    assertXSchema('Get2TweetsResponse', text.body)
+    expect(text.body.data[0].withheld).toEqual(withheld)
+    const objects = await get(
+      `/2/tweets?ids=${root.id}&tweet.fields=withheld&expansions=author_id&user.fields=withheld`,
+    )
+    assertXSchema('Get2TweetsResponse', objects.body)
+    expect(objects.body.data[0].withheld).toEqual(withheld)
+    expect(objects.body.includes.users[0].withheld).toEqual({
+      country_codes: ['TR'],
+      scope: 'user',
+    })
+    const user = await get(`/2/users/${alice.id}?user.fields=withheld`)
+    assertXSchema('Get2UsersIdResponse', user.body)
+    expect(user.body.data.withheld).toEqual({ country_codes: ['TR'], scope: 'user' })
   })
 
   it('the un-events show hidden Posts again; the deleted one stays deleted', async () => {
