@@ -8,7 +8,7 @@ import {
 } from '@threadline/api'
 import { applyComplianceEvents, sql, type ComplianceApplied } from '@threadline/db'
 import type { ComplianceEvent } from '@threadline/domain'
-import { eraseStoredPosts } from '@threadline/redis'
+import { eraseStoredPosts, publishStored } from '@threadline/redis'
 import { createTestEnv, waitFor, type TestEnv } from '@threadline/testing'
 import { assertXSchema } from '@threadline/testing/api'
 import type { Writer } from '@threadline/writer'
@@ -340,6 +340,20 @@ describe('withdrawn Posts on every surface', () => {
     const replayed = stream.messages.map((m) => m.data.id as string)
     expect(new Set(replayed)).toEqual(new Set([root.id, underMid.id, underCarol.id]))
     expect(stream.lines.join('\n')).not.toContain(SECRET)
+    stream.close()
+  })
+
+  it('the live stream does not deliver a Post withdrawn after it was published', async () => {
+    const stream = await openRawStream(api.url(), token, '', env)
+    expect(stream.status).toBe(200)
+    // As a relay publishing late would: a hidden Post and a visible one in one entry.
+    const entry = (line: string) => {
+      const data = (JSON.parse(line) as { data: { id: string } }).data
+      return { type: 'post' as const, id: data.id, body: JSON.stringify({ data }) }
+    }
+    await publishStored(env.redis, env.prefix, [entry(byDave.line), entry(underMid.line)], 600_000)
+    await waitFor('the visible Post delivered', () => stream.messages.length >= 1)
+    expect(stream.messages.map((m) => m.data.id)).toEqual([underMid.id])
     stream.close()
   })
 
