@@ -395,6 +395,22 @@ describe('withdrawn Posts on every surface', () => {
     expect(ids((await get(`/2/users?ids=${carol.id}`)).body)).toEqual([carol.id])
     const search = await get(`/2/tweets/search/recent?query=conversation_id:${root.id}`)
     expect(search.body.meta.result_count).toBe(5)
+    const counts = await get(
+      `/2/tweets/counts/recent?query=conversation_id:${root.id}&granularity=day`,
+    )
+    expect(counts.body.meta.total_tweet_count).toBe(5)
+    expect(ids((await get(`/2/users/${dave.id}/tweets`)).body)).toEqual([byDave.id])
+    const tree = await get(`/2/conversations/${root.id}`)
+    expect(tree.body.data.find((p: { id: string }) => p.id === byCarol.id).text).toBe(
+      'carol speaks before she protects her account',
+    )
+    // The replay carries them again (a hidden Post was never erased from it).
+    const replay = await openRawStream(api.url(), token, 'backfill_minutes=5', env)
+    await waitFor('the replay', () => replay.messages.length >= 5)
+    expect(new Set(replay.messages.map((m) => m.data.id as string))).toEqual(
+      new Set([root.id, byCarol.id, byDave.id, underMid.id, underCarol.id]),
+    )
+    replay.close()
     // A copy of the deleted Post arriving again brings nothing back.
     await store(env, writer, [mid.line])
     expect(await tablesHolding(SECRET)).toEqual([])
