@@ -137,9 +137,8 @@ const STORE_BATCH = `
   ),
   -- 2a. Withdrawals (docs/api.md §7): a new Post whose author X withdrew is stored hidden, with
   -- the author's reason; a stored Post keeps its state (see posts_written).
-  -- @NOTE read on this statement's snapshot: an author withdrawn by a compliance transaction
-  -- that commits while this statement runs is not seen here, nor is this Post by that
-  -- transaction's update of the author's Posts (a window of one statement's duration).
+  -- Read on this statement's snapshot: an author withdrawn by a compliance transaction that
+  -- commits meanwhile is caught by a trigger (the compliance migration).
   authors_withdrawn AS (
     SELECT a.id, a.withdrawn_reason, a.withdrawn_at FROM users a
     WHERE a.withdrawn IS NOT NULL AND a.id IN (SELECT author_id FROM posts_in)
