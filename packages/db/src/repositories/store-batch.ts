@@ -141,7 +141,9 @@ const STORE_BATCH = `
   -- commits meanwhile is caught by a trigger (the compliance migration).
   authors_withdrawn AS (
     SELECT a.id, a.withdrawn_reason, a.withdrawn_at FROM users a
-    WHERE a.withdrawn IS NOT NULL AND a.id IN (SELECT author_id FROM posts_in)
+    -- From post_input, so that posts_in keeps one reader and is not materialized.
+    WHERE a.withdrawn IS NOT NULL
+      AND a.id IN (SELECT (raw->>'author_id')::bigint FROM post_input)
   ),
   -- A copy seen only in another Post's includes is a metrics refresh: it replaces a stored row
   -- only past the refresh interval. Primary copies always apply.
