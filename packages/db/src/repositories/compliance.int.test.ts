@@ -373,3 +373,31 @@ describe('an author withdrawn while the writer stores', () => {
     }
   })
 })
+
+describe('scrub_geo before a copy arrives', () => {
+  it("stores the author's Posts up to the id without geo, later ones with it", async () => {
+    const c = generateConversation({
+      size: 3,
+      seed: 4506,
+      users: 1,
+      startMs: Date.UTC(2026, 10, 7),
+    })
+    const author = (JSON.parse(c.lines[0]!) as { data: { author_id: string } }).data.author_id
+    const userId = String(BigInt(author) + 11000n)
+    const lines = c.lines.map((l) => {
+      const parsed = JSON.parse(l.replaceAll(`"${author}"`, `"${userId}"`)) as {
+        data: Record<string, unknown>
+      }
+      parsed.data.geo = { place_id: 'abc123' }
+      return JSON.stringify(parsed)
+    })
+    await applyComplianceEvents(env.db, [
+      event({ kind: 'user', id: userId, action: 'scrub_geo', upToTweetId: c.ids[1]! }),
+    ])
+    await storeBatch(env.db, normalizeLines(lines, received), 'test')
+    const geo = async (id: string) => (await postRow(id))!.raw.geo
+    expect(await geo(c.ids[0]!)).toBeUndefined()
+    expect(await geo(c.ids[1]!)).toBeUndefined()
+    expect(await geo(c.ids[2]!)).toEqual({ place_id: 'abc123' })
+  })
+})

@@ -132,7 +132,15 @@ const STORE_BATCH = `
       (raw->'public_metrics'->>'quote_count')::numeric::integer AS quote_count,
       (raw->'public_metrics'->>'bookmark_count')::numeric::integer AS bookmark_count,
       (raw->'public_metrics'->>'impression_count')::numeric::bigint AS impression_count,
-      coalesce(search_terms, '{}') AS search_terms, raw, observed_at, included
+      coalesce(search_terms, '{}') AS search_terms,
+      -- A Post whose author X geo-scrubbed up to its id or later is stored without geo
+      -- (docs/api.md §7); looked up only for the rare Post that has geo.
+      CASE WHEN raw ? 'geo' AND EXISTS (SELECT 1 FROM compliance_log l
+          WHERE l.kind = 'user' AND l.target_id = (raw->>'author_id')::bigint
+            AND l.action = 'scrub_geo'
+            AND (l.detail->>'up_to_tweet_id')::bigint >= (raw->>'id')::bigint)
+        THEN raw - 'geo' ELSE raw END AS raw,
+      observed_at, included
     FROM post_input
   ),
   -- 2a. Withdrawals (docs/api.md §7): a new Post whose author X withdrew is stored hidden, with
