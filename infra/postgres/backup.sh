@@ -81,7 +81,8 @@ status() {
   stop=$(jq '[.[0].backup[]?.timestamp.stop] | max // 0' <<<"$info")
   running=$(jq '.[0].status.lock.backup.held // false' <<<"$info")
   if (( now - stop > 2 * EVERY_HOURS * 3600 )) && [ "$running" != true ]; then
-    echo "no backup for $(( (now - stop) / 3600 )) h and none running"
+    if (( stop == 0 )); then echo "no backup yet, and none running"; else
+      echo "no backup for $(( (now - stop) / 3600 )) h, and none running"; fi
     return 1
   fi
   # pg_stat_archiver: a failure newer than the last success means WAL is piling up in pg_wal.
