@@ -75,21 +75,22 @@ schedule() {
 }
 
 status() {
-  local info now stop running failing
-  info=$(pgbackrest info --output=json)
-  now=$(date +%s)
-  stop=$(jq '[.[0].backup[]?.timestamp.stop] | max // 0' <<<"$info")
-  running=$(jq '.[0].status.lock.backup.held // false' <<<"$info")
-  if (( now - stop > 2 * EVERY_HOURS * 3600 )) && [ "$running" != true ]; then
-    if (( stop == 0 )); then echo "no backup yet, and none running"; else
-      echo "no backup for $(( (now - stop) / 3600 )) h, and none running"; fi
-    return 1
-  fi
+  local info now stop running message failing
   # pg_stat_archiver: a failure newer than the last success means WAL is piling up in pg_wal.
   failing=$(psql -h "$SOCKET" -U threadline -d threadline -Atc \
     "SELECT coalesce(last_failed_time > coalesce(last_archived_time, '-infinity'), false) FROM pg_stat_archiver")
   if [ "$failing" = t ]; then
     echo "WAL archiving is failing: see the postgres service's log, and pgbackrest check"
+    return 1
+  fi
+  info=$(pgbackrest info --output=json)
+  now=$(date +%s)
+  stop=$(jq '[.[0].backup[]?.timestamp.stop] | max // 0' <<<"$info")
+  running=$(jq '.[0].status.lock.backup.held // false' <<<"$info")
+  message=$(jq -r '.[0].status.message // "no answer"' <<<"$info")
+  if (( now - stop > 2 * EVERY_HOURS * 3600 )) && [ "$running" != true ]; then
+    if (( stop == 0 )); then echo "no backup, and none running (pgbackrest info: $message)"; else
+      echo "no backup for $(( (now - stop) / 3600 )) h, and none running (pgbackrest info: $message)"; fi
     return 1
   fi
   echo "ok: newest backup $(( (now - stop) / 60 )) min old"
