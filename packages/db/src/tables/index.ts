@@ -6,6 +6,11 @@ import type {
   WebhooksTable,
 } from './activity.js'
 import type { ApiTokensTable, AppsTable } from './apps.js'
+import type {
+  ComplianceJobResultsTable,
+  ComplianceJobsTable,
+  ComplianceJobUploadsTable,
+} from './compliance-jobs.js'
 import type { ConversationsTable } from './conversations.js'
 import type { IngestRejectsTable, OutboxTable } from './ingest.js'
 import type { PostMentionsTable } from './post-mentions.js'
@@ -18,6 +23,7 @@ import type { BackfillsTable, StreamRulesTable, UpstreamRulesTable } from './rul
 export type * from './activity.js'
 export type * from './apps.js'
 export type * from './columns.js'
+export type * from './compliance-jobs.js'
 export type * from './conversations.js'
 export type * from './ingest.js'
 export type * from './post-mentions.js'
@@ -47,4 +53,7 @@ export interface Database {
   webhook_deliveries: WebhookDeliveriesTable
   webhook_failures: WebhookFailuresTable
   secrets: SecretsTable
+  compliance_jobs: ComplianceJobsTable
+  compliance_job_uploads: ComplianceJobUploadsTable
+  compliance_job_results: ComplianceJobResultsTable
 }
