@@ -6,6 +6,7 @@ import type {
   WebhooksTable,
 } from './activity.js'
 import type { ApiTokensTable, AppsTable } from './apps.js'
+import type { ComplianceLogTable } from './compliance-log.js'
 import type {
   ComplianceJobResultsTable,
   ComplianceJobsTable,
@@ -23,6 +24,7 @@ import type { BackfillsTable, StreamRulesTable, UpstreamRulesTable } from './rul
 export type * from './activity.js'
 export type * from './apps.js'
 export type * from './columns.js'
+export type * from './compliance-log.js'
 export type * from './compliance-jobs.js'
 export type * from './conversations.js'
 export type * from './ingest.js'
@@ -53,6 +55,7 @@ export interface Database {
   webhook_deliveries: WebhookDeliveriesTable
   webhook_failures: WebhookFailuresTable
   secrets: SecretsTable
+  compliance_log: ComplianceLogTable
   compliance_jobs: ComplianceJobsTable
   compliance_job_uploads: ComplianceJobUploadsTable
   compliance_job_results: ComplianceJobResultsTable
