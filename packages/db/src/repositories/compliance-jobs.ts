@@ -201,7 +201,12 @@ export async function stagedComplianceChunk(
  */
 export async function storeComplianceChunk(
   db: Db,
-  q: { id: string; owner: string; chunk: number; results: ReadonlyArray<{ id: string; line: string }> },
+  q: {
+    id: string
+    owner: string
+    chunk: number
+    results: ReadonlyArray<{ id: string; line: string }>
+  },
 ): Promise<boolean> {
   return db.transaction().execute(async (trx) => {
     const progressed = await trx
@@ -302,7 +307,11 @@ export async function complianceResultsPage(
 }
 
 /** Drops the results of the app's jobs whose download has expired (no one may fetch them). */
-export async function dropExpiredComplianceResults(db: Db, appId: string, now: Date): Promise<void> {
+export async function dropExpiredComplianceResults(
+  db: Db,
+  appId: string,
+  now: Date,
+): Promise<void> {
   await sql`DELETE FROM compliance_job_results r USING compliance_jobs j
     WHERE r.job_id = j.id AND j.app_id = ${appId} AND j.download_expires_at <= ${now}`.execute(db)
 }
