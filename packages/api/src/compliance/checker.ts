@@ -29,6 +29,11 @@ export const DEFAULT_COMPLIANCE_JOB_OPTIONS: ComplianceJobOptions = {
   maxBytes: 100 * 1024 * 1024,
 }
 
+type Withdrawn = Awaited<ReturnType<typeof withdrawnAmong>>
+
+/** Chunks checked ahead of the one being stored: the check keeps two Postgres backends busy. */
+const CHECK_AHEAD = 1
+
 export const UPLOAD_LOST =
   'The upload was interrupted before all of it was received; create a new job and upload the ids again.'
 export const STAGING_LOST =
@@ -91,6 +96,7 @@ export function createComplianceChecker(deps: {
     const kind = job.type === 'tweets' ? 'tweet' : 'user'
     const lease = { id: job.id, owner, leaseMs: options.leaseMs }
     const heartbeat = leaseHeartbeat(db, lease, log)
+    const ahead: Array<Promise<Withdrawn | undefined>> = []
     try {
       const row = await db
         .selectFrom('compliance_jobs')
@@ -98,14 +104,26 @@ export function createComplianceChecker(deps: {
         .where('id', '=', job.id)
         .executeTakeFirstOrThrow()
       const chunks = row.staged_chunks ?? 0
-      for (let chunk = row.checked_chunks; chunk < chunks; chunk++) {
-        if (closing || heartbeat.lost) return
+      // One chunk's ids and their withdrawn ones, or undefined when the chunk is gone.
+      const checkChunk = async (chunk: number): Promise<Withdrawn | undefined> => {
         const ids = await stagedComplianceChunk(db, job.id, chunk)
-        if (!ids) {
+        return ids ? withdrawnAmong(db, kind, ids) : undefined
+      }
+      // CHECK_AHEAD chunks are checked while the one before them is stored, in order.
+      const queue = (chunk: number) => {
+        const p = checkChunk(chunk)
+        p.catch(() => {}) // awaited in turn below; a failure meanwhile is not unhandled
+        ahead.push(p)
+      }
+      let queued = row.checked_chunks
+      for (let chunk = row.checked_chunks; chunk < chunks; chunk++) {
+        while (queued < chunks && queued <= chunk + CHECK_AHEAD) queue(queued++)
+        if (closing || heartbeat.lost) return
+        const withdrawn = await ahead.shift()!
+        if (!withdrawn) {
           await failComplianceJob(db, { id: job.id, owner, error: STAGING_LOST })
           return
         }
-        const withdrawn = await withdrawnAmong(db, kind, ids)
         const results = withdrawn.map((w) => ({
           id: w.id,
           line: complianceJobResultLine({ ...w, action: 'delete' }),
@@ -115,6 +133,8 @@ export function createComplianceChecker(deps: {
       await completeComplianceJob(db, { id: job.id, owner })
     } finally {
       heartbeat.stop()
+      // Nothing of this check outlives it (close() then releases the pool safely).
+      await Promise.allSettled(ahead)
     }
   }
 

@@ -247,3 +247,27 @@ describe('a batch compliance job', () => {
     expect(unauth.status).toBe(401)
   })
 })
+
+describe('GET /2/openapi.json', () => {
+  it('documents the compliance endpoints, the signed URLs without a bearer token', async () => {
+    const doc = (await (await fetch(`${base}/2/openapi.json`)).json()) as {
+      paths: Record<string, Record<string, { security: unknown[]; parameters: unknown[] }>>
+    }
+    for (const [path, method] of [
+      ['/2/compliance/jobs', 'get'],
+      ['/2/compliance/jobs', 'post'],
+      ['/2/compliance/jobs/{id}', 'get'],
+      ['/2/tweets/compliance/stream', 'get'],
+      ['/2/users/compliance/stream', 'get'],
+    ] as const) {
+      expect(doc.paths[path]?.[method]?.security, `${method} ${path}`).toEqual([
+        { BearerToken: [] },
+      ])
+    }
+    expect(doc.paths['/2/tweets/compliance/stream']!.get!.parameters).toContainEqual(
+      expect.objectContaining({ name: 'partition', required: true, in: 'query' }),
+    )
+    expect(doc.paths['/2/compliance/jobs/{id}/upload']?.put?.security).toEqual([])
+    expect(doc.paths['/2/compliance/jobs/{id}/download']?.get?.security).toEqual([])
+  })
+})

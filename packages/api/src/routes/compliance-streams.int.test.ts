@@ -2,12 +2,7 @@ import http from 'node:http'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { applyComplianceEvents } from '@threadline/db'
 import type { ComplianceEvent } from '@threadline/domain'
-import {
-  createTestEnv,
-  generateConversation,
-  waitFor,
-  type TestEnv,
-} from '@threadline/testing'
+import { createTestEnv, generateConversation, waitFor, type TestEnv } from '@threadline/testing'
 import { assertXSchema, startTestServer, storeLines } from '@threadline/testing/api'
 import { compliancePartition } from '../compliance/partition.js'
 
