@@ -11,7 +11,7 @@ import { startTestServer, storeLines } from '@threadline/testing/api'
 
 /**
  * X's batch compliance calls of the clients Threadline's users already have, unmodified, against
- * Threadline (docs/api.md §7.1): twitter-api-v2's sendComplianceJob / complianceJobResult and
+ * Threadline (docs/api.md §8.1): twitter-api-v2's sendComplianceJob / complianceJobResult and
  * tweepy's create_compliance_job / get_compliance_job, each uploading to and downloading from
  * the job's signed URLs without a token.
  */

@@ -14,7 +14,7 @@ import {
 import { startTestServer, storeLines } from '@threadline/testing/api'
 
 /**
- * docs/api.md §7.1: a job must not stay in progress when the API process working it stops. An
+ * docs/api.md §8.1: a job must not stay in progress when the API process working it stops. An
  * API in its own process is killed (SIGKILL: no shutdown code runs) mid-upload and mid-check;
  * another instance, reading the job once the lease lapsed, fails the first and resumes the second.
  */

@@ -73,7 +73,7 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** The rate-limit bucket and OpenAPI operation of a `/2/` route. */
     endpoint?: { name: string; group: RateGroup; params: EndpointParams; summary: string }
-    /** A route authorized by a signed token in its URL, not a bearer token (docs/api.md §7.1). */
+    /** A route authorized by a signed token in its URL, not a bearer token (docs/api.md §8.1). */
     signedUrl?: { name: string; params: EndpointParams; summary: string }
   }
 }

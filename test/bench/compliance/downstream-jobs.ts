@@ -8,7 +8,7 @@ import { benchEnv, log } from '../lib/setup.js'
 const TWEPOCH = 1288834974657
 /** The stored Posts span this many days ending now: several of the store's daily partitions. */
 const SPAN_DAYS = 4
-/** docs/api.md §7.1: a downstream job checks 1 M ids in under this. */
+/** docs/api.md §8.1: a downstream job checks 1 M ids in under this. */
 const TARGET_S = 30
 /** Ids per statement of the baseline, as the job's check chunks them. */
 const BASELINE_CHUNK = 20_000

@@ -76,7 +76,7 @@ export interface ComplianceChecker {
 }
 
 /**
- * The checks of uploaded ids (docs/api.md §7.1): each staged chunk goes through withdrawnAmong in
+ * The checks of uploaded ids (docs/api.md §8.1): each staged chunk goes through withdrawnAmong in
  * one statement, its result lines and the progress are stored together, and the lease is renewed
  * on a timer while the check runs. A process that stops mid-check leaves the lease to lapse; the
  * next read of the job by its app (any API instance) resumes it from the first unchecked chunk.

@@ -16,7 +16,7 @@ export interface LogSubscriber {
 }
 
 /**
- * Follows the compliance log for the compliance streams (docs/api.md §7.2): one poller per API
+ * Follows the compliance log for the compliance streams (docs/api.md §8.2): one poller per API
  * process, polling by `seq` every `pollMs` while at least one stream is open, and idle otherwise.
  * A stream joins at the poller's position (returned), replays the log up to it itself, and gets
  * everything after it from here: nothing is missed or sent twice across the hand-over.

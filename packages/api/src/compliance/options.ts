@@ -1,7 +1,7 @@
 import type { ComplianceApiOptions } from '../types.js'
 import { DEFAULT_COMPLIANCE_JOB_OPTIONS } from './checker.js'
 
-/** The compliance API's timings and bounds (docs/api.md §7); tests override them. */
+/** The compliance API's timings and bounds (docs/api.md §8); tests override them. */
 export const DEFAULT_COMPLIANCE_OPTIONS: ComplianceApiOptions = {
   ...DEFAULT_COMPLIANCE_JOB_OPTIONS,
   // The streams' lag behind the log: half a second, at one small query per kind per poll.

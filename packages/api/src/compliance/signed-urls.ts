@@ -12,7 +12,7 @@ export type SignedCheck = { ok: true } | { ok: false; expired: Date | undefined 
 const scope = (purpose: SignedPurpose, jobId: string) => `compliance-job ${purpose} ${jobId}`
 
 /**
- * The tokens of a job's upload and download URLs (docs/api.md §7.1): the expiry time and an HMAC
+ * The tokens of a job's upload and download URLs (docs/api.md §8.1): the expiry time and an HMAC
  * over it, the job and the purpose, signed with the API's token secrets (page-token.ts), so they
  * need no Authorization header and work on every API instance; a rotation keeps them valid.
  */

@@ -1,6 +1,6 @@
 import { isId } from '@threadline/domain'
 
-/** X's limits on one job's upload (docs/api.md §7.1). */
+/** X's limits on one job's upload (docs/api.md §8.1). */
 export const UPLOAD_MAX_IDS = 5_000_000
 export const UPLOAD_MAX_BYTES = 100 * 1024 * 1024
 

@@ -61,7 +61,7 @@ export function jobNotFound(id: string): ApiError {
 
 /**
  * The errors of X's signed URLs, which live on Google Cloud Storage: an XML body naming the code
- * (docs/api.md §7.1), so a client that handles X's keeps working.
+ * (docs/api.md §8.1), so a client that handles X's keeps working.
  */
 export function storageError(status: number, code: string, message: string, details?: string) {
   const esc = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;')

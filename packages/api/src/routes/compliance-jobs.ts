@@ -152,7 +152,7 @@ const sendStorage = (reply: FastifyReply, e: { status: number; body: string }) =
   reply.status(e.status).type('application/xml; charset=UTF-8').send(e.body)
 
 /**
- * Batch compliance jobs for Threadline's clients (docs/api.md §7.1): X's three endpoints, and the
+ * Batch compliance jobs for Threadline's clients (docs/api.md §8.1): X's three endpoints, and the
  * job's signed upload and download URLs, which need no Authorization header.
  */
 export function registerComplianceJobRoutes(

@@ -44,7 +44,7 @@ export const USERS_COMPLIANCE_STREAM = {
 const REPLAY_PAGE = 1_000
 
 /**
- * `GET /2/tweets/compliance/stream` and `GET /2/users/compliance/stream` (docs/api.md §7.2): the
+ * `GET /2/tweets/compliance/stream` and `GET /2/users/compliance/stream` (docs/api.md §8.2): the
  * compliance log replayed from `start_time` (or the last `backfill_minutes`), then every event as
  * it is applied, each on the partition its target's id hashes to. The framing, keep-alives, slow
  * readers and shutdown are the filtered stream's (stream/connection.ts).

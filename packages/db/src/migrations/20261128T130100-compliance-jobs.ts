@@ -1,6 +1,6 @@
 import { sql, type Kysely } from 'kysely'
 
-// Batch compliance jobs served to Threadline's clients (docs/api.md §7.1). A job's uploaded ids
+// Batch compliance jobs served to Threadline's clients (docs/api.md §8.1). A job's uploaded ids
 // are staged a chunk per row (a bigint[]), so a 5 M-id upload is a few hundred rows, read back
 // chunk by chunk while it is checked; the staging table is unlogged (it only lives until the job
 // completes). Results are kept, rendered, until the download URL expires.

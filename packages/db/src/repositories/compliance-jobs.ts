@@ -3,7 +3,7 @@ import { generateId } from '@threadline/domain'
 import type { Db } from '../connect.js'
 import type { ComplianceJobRow } from '../tables/index.js'
 
-// Batch compliance jobs served to Threadline's clients (docs/api.md §7.1): a job, its staged
+// Batch compliance jobs served to Threadline's clients (docs/api.md §8.1): a job, its staged
 // upload (a chunk of ids per row), its results, and the lease of the API process working it.
 
 export type ComplianceJobType = 'tweets' | 'users'

@@ -3,7 +3,7 @@ import type { Db } from '../connect.js'
 
 /**
  * The newest `seq` of the compliance log ('0' when empty): where the compliance streams' poller
- * starts (docs/api.md §7.2), so that it delivers only what is applied from then on.
+ * starts (docs/api.md §8.2), so that it delivers only what is applied from then on.
  */
 export async function complianceLogHead(db: Db): Promise<string> {
   const { rows } = await sql<{ seq: string }>`

@@ -57,7 +57,12 @@ describe('applyComplianceEvents', () => {
     expect(before!.text).toMatch(/^post 5 /)
     const v0 = await version(conv.rootId)
     const del = event({ id: mid, action: 'delete' })
-    expect(await applyComplianceEvents(env.db, [del, del])).toEqual({ applied: 1, repeated: 1 })
+    expect(await applyComplianceEvents(env.db, [del, del])).toMatchObject({
+      applied: 1,
+      repeated: 1,
+      erased: [{ id: mid, conversationId: conv.rootId }],
+      conversations: [conv.rootId],
+    })
     const after = await postRow(mid)
     expect(after).toMatchObject({
       text: '',
@@ -77,7 +82,12 @@ describe('applyComplianceEvents', () => {
     expect(refs).toEqual([])
 
     const v1 = await version(conv.rootId)
-    expect(await applyComplianceEvents(env.db, [del])).toEqual({ applied: 0, repeated: 1 })
+    expect(await applyComplianceEvents(env.db, [del])).toEqual({
+      applied: 0,
+      repeated: 1,
+      erased: [],
+      conversations: [],
+    })
     expect(await version(conv.rootId)).toBe(v1)
     // The log took the author from the stored Post before erasing it.
     const [logged] = await complianceLogPage(env.db, { kind: 'tweet', limit: 10 })
@@ -146,7 +156,9 @@ describe('applyComplianceEvents', () => {
 
   it('an id with no partition is only logged', async () => {
     const farAhead = '9100000000000000000'
-    expect(await applyComplianceEvents(env.db, [event({ id: farAhead, action: 'drop' })])).toEqual({
+    expect(
+      await applyComplianceEvents(env.db, [event({ id: farAhead, action: 'drop' })]),
+    ).toMatchObject({
       applied: 1,
       repeated: 0,
     })
@@ -184,5 +196,129 @@ describe('applyComplianceEvents', () => {
     expect(late.map((e) => e.action)).toEqual(['drop'])
     const withheld = all.find((e) => e.action === 'withheld')
     expect(withheld!.withheldInCountries).toEqual(['DE', 'FR'])
+  })
+})
+
+describe('the writer honours withdrawals (events win over content)', () => {
+  const conv = generateConversation({
+    size: 6,
+    seed: 4501,
+    padding: true,
+    startMs: Date.UTC(2026, 10, 2),
+  })
+  const later = '2026-11-28T12:30:00.000Z'
+
+  it('a Post deleted before it is stored stays an erased placeholder when its content comes', async () => {
+    const id = conv.ids[3]!
+    await applyComplianceEvents(env.db, [event({ id, action: 'delete' })])
+    const stored = await storeBatch(env.db, normalizeLines(conv.lines, later), 'test')
+    expect(await postRow(id)).toMatchObject({
+      withdrawn: 'deleted',
+      text: '',
+      author_id: null,
+      search_terms: [],
+    })
+    expect(stored.outbox[0]!.payload.post_ids).not.toContain(id)
+    expect(stored.outbox[0]!.payload.post_ids).toContain(conv.ids[2])
+    // A newer copy again: still nothing comes back, no reference, no mention.
+    await storeBatch(env.db, normalizeLines([conv.lines[3]!], '2026-11-28T13:00:00.000Z'), 'test')
+    expect(await postRow(id)).toMatchObject({ withdrawn: 'deleted', text: '' })
+    const { rows } = await sql`SELECT 1 FROM post_references WHERE post_id = ${id}
+      UNION ALL SELECT 1 FROM post_mentions WHERE post_id = ${id}`.execute(env.db)
+    expect(rows).toEqual([])
+  })
+
+  it('a Post dropped before it is stored is stored hidden, counted, not published', async () => {
+    const c = generateConversation({ size: 4, seed: 4502, startMs: Date.UTC(2026, 10, 3) })
+    const id = c.ids[2]!
+    await applyComplianceEvents(env.db, [event({ id, action: 'drop' })])
+    const stored = await storeBatch(env.db, normalizeLines(c.lines, later), 'test')
+    expect(stored.inserted).toBe(4)
+    expect(stored.outbox[0]!.payload.post_ids).not.toContain(id)
+    expect(await postRow(id)).toMatchObject({ withdrawn: 'hidden', withdrawn_reason: 'dropped' })
+    expect((await postRow(id))!.text).toMatch(/^post 2 /)
+    const { rows } = await sql<{ n: number }>`SELECT post_count AS n FROM conversations
+      WHERE id = ${c.rootId}`.execute(env.db)
+    expect(rows[0]!.n).toBe(4)
+  })
+
+  it("a new Post of a withdrawn author is stored hidden with the author's reason", async () => {
+    const c = generateConversation({
+      size: 3,
+      seed: 4503,
+      users: 1,
+      startMs: Date.UTC(2026, 10, 4),
+    })
+    const author = (JSON.parse(c.lines[0]!) as { data: { author_id: string } }).data.author_id
+    const userId = String(BigInt(author) + 5000n)
+    const lines = c.lines.map((l) => l.replaceAll(`"${author}"`, `"${userId}"`))
+    await applyComplianceEvents(env.db, [
+      event({ kind: 'user', id: userId, action: 'user_suspend', eventAt: later }),
+    ])
+    const stored = await storeBatch(env.db, normalizeLines(lines, later), 'test')
+    expect(stored.outbox).toEqual([])
+    for (const id of c.ids) {
+      expect(await postRow(id)).toMatchObject({
+        withdrawn: 'hidden',
+        withdrawn_reason: 'suspended',
+      })
+    }
+    const { rows } = await sql<{ name: string; withdrawn: string }>`
+      SELECT name, withdrawn FROM users WHERE id = ${userId}`.execute(env.db)
+    expect(rows[0]).toEqual({ name: 'User 0', withdrawn: 'hidden' })
+    await applyComplianceEvents(env.db, [
+      event({
+        kind: 'user',
+        id: userId,
+        action: 'user_unsuspend',
+        eventAt: '2026-11-28T12:31:00.000Z',
+      }),
+    ])
+    for (const id of c.ids) expect(await postRow(id)).toMatchObject({ withdrawn: null })
+  })
+})
+
+describe('a user deleted, then its Posts', () => {
+  it('keeps the user hidden until the Post deletes come, then erases its profile for good', async () => {
+    const c = generateConversation({
+      size: 2,
+      seed: 4504,
+      users: 1,
+      startMs: Date.UTC(2026, 10, 5),
+    })
+    const author = (JSON.parse(c.lines[0]!) as { data: { author_id: string } }).data.author_id
+    const userId = String(BigInt(author) + 7000n)
+    const lines = c.lines.map((l) => l.replaceAll(`"${author}"`, `"${userId}"`))
+    await storeBatch(env.db, normalizeLines(lines, received), 'test')
+    const profile = async () =>
+      (
+        await sql<{ name: string; withdrawn: string | null }>`
+          SELECT name, withdrawn FROM users WHERE id = ${userId}`.execute(env.db)
+      ).rows[0]
+    await applyComplianceEvents(env.db, [
+      event({
+        kind: 'user',
+        id: userId,
+        action: 'user_delete',
+        eventAt: '2026-11-28T14:00:00.000Z',
+      }),
+    ])
+    expect(await profile()).toEqual({ name: 'User 0', withdrawn: 'hidden' })
+    await applyComplianceEvents(
+      env.db,
+      c.ids.map((id) => event({ id, action: 'delete', eventAt: '2026-11-28T14:01:00.000Z' })),
+    )
+    expect(await profile()).toEqual({ name: '', withdrawn: 'deleted' })
+    // Neither a new copy of the user nor an undelete brings the profile back.
+    await storeBatch(env.db, normalizeLines(lines, '2026-11-28T15:00:00.000Z'), 'test')
+    await applyComplianceEvents(env.db, [
+      event({
+        kind: 'user',
+        id: userId,
+        action: 'user_undelete',
+        eventAt: '2026-11-28T14:02:00.000Z',
+      }),
+    ])
+    expect(await profile()).toEqual({ name: '', withdrawn: 'deleted' })
   })
 })

@@ -1,7 +1,7 @@
 import type { Generated, Selectable } from 'kysely'
 import type { Int8, Timestamp, GeneratedTimestamp } from './columns.js'
 
-/** A batch compliance job an app made (docs/api.md §7.1). */
+/** A batch compliance job an app made (docs/api.md §8.1). */
 export interface ComplianceJobsTable {
   id: Int8
   app_id: Int8
