@@ -1,6 +1,6 @@
 import http from 'node:http'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { applyComplianceEvents } from '@threadline/db'
+import { applyComplianceEvents, sql } from '@threadline/db'
 import type { ComplianceEvent } from '@threadline/domain'
 import { createTestEnv, generateConversation, waitFor, type TestEnv } from '@threadline/testing'
 import { assertXSchema, startTestServer, storeLines } from '@threadline/testing/api'
@@ -132,6 +132,36 @@ describe('the compliance streams', () => {
     assertXSchema('UserComplianceStreamResponse', s.lines[0])
     expect(s.lines[0]).toMatchObject({ data: { user_suspend: { user: { id: user } } } })
     s.close()
+  })
+
+  it('replay with backfill_minutes what was applied in those minutes, whatever its event time', async () => {
+    // A sweep's events carry X's event_at, hours old, and are applied now; an event applied ten
+    // minutes ago is outside a 5-minute backfill.
+    // Two Posts on one partition (10 ids, 4 partitions: two share one), the older applied first.
+    const spare = conv.ids.slice(30, 40)
+    const old = spare.find((a) =>
+      spare.some((b) => b !== a && compliancePartition(b) === compliancePartition(a)),
+    )!
+    const recent = spare.find(
+      (b) => b !== old && compliancePartition(b) === compliancePartition(old),
+    )!
+    const dayAgo = new Date(Date.now() - 86_400_000).toISOString()
+    await applyComplianceEvents(env.db, [
+      event({ id: old, action: 'delete', eventAt: dayAgo, source: 'job' }),
+    ])
+    await sql`UPDATE compliance_log SET applied_at = now() - interval '10 minutes'
+      WHERE target_id = ${old}`.execute(env.db)
+    await applyComplianceEvents(env.db, [
+      event({ id: recent, action: 'delete', eventAt: dayAgo, source: 'job' }),
+    ])
+    const partition = compliancePartition(recent)
+    const s = await open(`/2/tweets/compliance/stream?partition=${partition}&backfill_minutes=5`)
+    // In seq order: had the older one been replayed, it would have come first.
+    await waitFor('the backfill', () => deletedIds(s).includes(recent) || 'not yet')
+    const got = deletedIds(s)
+    s.close()
+    expect(got).toContain(recent)
+    expect(got).not.toContain(old)
   })
 
   it('answer X’s 400s for bad parameters', async () => {

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify'
-import { complianceLogPage } from '@threadline/db'
+import { complianceLogPage, complianceLogSeqBefore } from '@threadline/db'
 import { complianceStreamBody } from '@threadline/domain'
 import { createConnectionSlots, type Redis } from '@threadline/redis'
 import { InvalidRequestError } from '../errors.js'
@@ -96,7 +96,6 @@ export function registerComplianceStreamRoutes(
         ])
       }
       const backfill = c.params.backfill_minutes ?? 0
-      const from = start ?? (backfill > 0 ? new Date(now.getTime() - backfill * 60_000) : undefined)
       const conn = await registry(kind, partition).open(c.reply, c.client.app_id)
       const mine = (e: { id: string; eventAt: string }) =>
         compliancePartition(e.id) === partition && (!end || new Date(e.eventAt) <= end)
@@ -115,31 +114,40 @@ export function registerComplianceStreamRoutes(
       }
       conn.onClose(() => poller.leave(sub))
       upTo = await poller.join(sub)
-      if (from) await replay(conn, kind, { from, end, upTo, mine, send })
+      // start_time replays by event time, as X's; backfill_minutes what was applied (so sent
+      // live) in the last minutes, whatever the events' own times (a sweep's are hours old).
+      if (start) {
+        await replay(conn, kind, { from: start, end, upTo, mine, send })
+      } else if (backfill > 0) {
+        const since = new Date(now.getTime() - backfill * 60_000)
+        const afterSeq = await complianceLogSeqBefore(db, since)
+        await replay(conn, kind, { afterSeq, end, upTo, mine, send })
+      }
       for (const e of pending) send(e)
       pending = null
       if (end) endAt(conn, end, ctx.now())
       return undefined
     }
 
-  /** The log from `from` up to the poller's position `upTo`, in seq order. */
+  /** The log from `from` (event time) or after `afterSeq`, up to the poller's `upTo`, in seq order. */
   const replay = async (
     conn: StreamConnection,
     kind: LogKind,
     r: {
-      from: Date
+      from?: Date
+      afterSeq?: string
       end: Date | undefined
       upTo: string
       mine: (e: { id: string; eventAt: string }) => boolean
       send: (e: LoggedEvent) => boolean
     },
   ) => {
-    let afterSeq: string | undefined
+    let afterSeq = r.afterSeq
     for (;;) {
       if (!conn.open) return
       const page = await complianceLogPage(db, {
         kind,
-        startTime: r.from.toISOString(),
+        startTime: r.from?.toISOString(),
         endTime: r.end?.toISOString(),
         afterSeq,
         limit: REPLAY_PAGE,

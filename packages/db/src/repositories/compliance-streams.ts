@@ -10,3 +10,16 @@ export async function complianceLogHead(db: Db): Promise<string> {
     SELECT coalesce(max(seq), 0)::text AS seq FROM compliance_log`.execute(db)
   return rows[0]?.seq ?? '0'
 }
+
+/**
+ * The `seq` of the newest event applied before `appliedBefore` ('0' when none): a
+ * `backfill_minutes` replay starts after it. Read backwards along the primary key from the head,
+ * so it costs the events of the window, not the log.
+ */
+export async function complianceLogSeqBefore(db: Db, appliedBefore: Date): Promise<string> {
+  const { rows } = await sql<{ seq: string }>`
+    SELECT seq::text AS seq FROM compliance_log
+    WHERE applied_at < ${appliedBefore}
+    ORDER BY seq DESC LIMIT 1`.execute(db)
+  return rows[0]?.seq ?? '0'
+}
