@@ -186,6 +186,12 @@ describe('a batch compliance job', () => {
       const list = await api('GET', '/2/compliance/jobs?type=tweets&status=expired')
       const ids = ((await list.json()) as { data: Array<{ id: string }> }).data.map((j) => j.id)
       expect(ids).toContain(done.id)
+      // The next job made drops what no one may download any more.
+      const results = () =>
+        sql`SELECT 1 FROM compliance_job_results WHERE job_id = ${done.id}`.execute(env.db)
+      expect((await results()).rows).toHaveLength(1)
+      await createJob()
+      expect((await results()).rows).toEqual([])
     } finally {
       clockMs -= 7 * 24 * 3_600_000 + 1_000
     }

@@ -177,7 +177,7 @@ export function registerComplianceJobRoutes(
   addRoute(app, ctx, COMPLIANCE_JOBS_CREATE, async (c) => {
     const body = parseCreateBody(jsonObjectBody(c.request, true))
     const now = ctx.now()
-    await dropExpiredComplianceResults(db, c.client.app_id, now)
+    await dropExpiredComplianceResults(db, now)
     const job = await createComplianceJob(db, {
       appId: c.client.app_id,
       ...body,
