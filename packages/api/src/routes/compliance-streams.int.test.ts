@@ -10,6 +10,8 @@ let env: TestEnv
 let base: string
 let token: string
 const conv = generateConversation({ size: 40, seed: 46, users: 6 })
+/** Posts withdrawn while streams open: none lost or sent twice between replay and live. */
+const burst = generateConversation({ size: 300, seed: 49, users: 6, startMs: Date.UTC(2026, 9, 1) })
 const t0 = Date.now() - 30 * 60_000
 const at = (minutes: number) => new Date(t0 + minutes * 60_000).toISOString()
 
@@ -33,6 +35,7 @@ beforeAll(async () => {
     { listen: true },
   ))
   await storeLines(env.db, conv.lines)
+  await storeLines(env.db, burst.lines)
   await applyComplianceEvents(env.db, past)
 })
 afterAll(() => env?.close())
@@ -118,6 +121,38 @@ describe('the compliance streams', () => {
     }
     expect(streams.flatMap(deletedIds).sort()).toEqual([...live].sort())
     for (const s of streams) s.close()
+  })
+
+  it('hand over from the replay to live events without losing or repeating one', async () => {
+    const from = new Date().toISOString()
+    const streams: Stream[] = []
+    // Events go on being applied, ten at a time, while the four streams open one by one.
+    for (let i = 0; i < burst.ids.length; i += 10) {
+      const eventAt = new Date().toISOString()
+      await applyComplianceEvents(
+        env.db,
+        burst.ids
+          .slice(i, i + 10)
+          .map((id) => event({ id, action: 'delete', eventAt, receivedAt: eventAt })),
+      )
+      if (i % 70 === 0 && streams.length < 4) {
+        const p = streams.length + 1
+        streams.push(await open(`/2/tweets/compliance/stream?partition=${p}&start_time=${from}`))
+      }
+    }
+    await waitFor('every burst event on its partition', () => {
+      const n = streams.reduce((sum, s) => sum + s.lines.length, 0)
+      return n >= burst.ids.length || `${n} of ${burst.ids.length}`
+    })
+    const got = streams.flatMap(deletedIds)
+    expect(got.length).toBe(burst.ids.length)
+    expect(new Set(got).size).toBe(burst.ids.length)
+    for (const s of streams) {
+      // In the order they were applied (the burst's ids ascend).
+      const ids = deletedIds(s)
+      expect(ids).toEqual([...ids].sort((a, b) => (BigInt(a) < BigInt(b) ? -1 : 1)))
+      s.close()
+    }
   })
 
   it('the users stream carries user events in X’s shapes', async () => {

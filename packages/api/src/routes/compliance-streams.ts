@@ -113,15 +113,23 @@ export function registerComplianceStreamRoutes(
         },
       }
       conn.onClose(() => poller.leave(sub))
-      upTo = await poller.join(sub)
-      // start_time replays by event time, as X's; backfill_minutes what was applied (so sent
-      // live) in the last minutes, whatever the events' own times (a sweep's are hours old).
-      if (start) {
-        await replay(conn, kind, { from: start, end, upTo, mine, send })
-      } else if (backfill > 0) {
-        const since = new Date(now.getTime() - backfill * 60_000)
-        const afterSeq = await complianceLogSeqBefore(db, since)
-        await replay(conn, kind, { afterSeq, end, upTo, mine, send })
+      try {
+        upTo = await poller.join(sub)
+        // start_time replays by event time, as X's; backfill_minutes what was applied (so sent
+        // live) in the last minutes, whatever the events' own times (a sweep's are hours old).
+        if (start) {
+          await replay(conn, kind, { from: start, end, upTo, mine, send })
+        } else if (backfill > 0) {
+          const since = new Date(now.getTime() - backfill * 60_000)
+          const afterSeq = await complianceLogSeqBefore(db, since)
+          await replay(conn, kind, { afterSeq, end, upTo, mine, send })
+        }
+      } catch (err) {
+        // The response is already the stream's: a failure ends it as X's streams end, and the
+        // client reconnects (with backfill_minutes) as it would after any disconnect.
+        log.warn({ err }, 'compliance stream replay failed; disconnecting')
+        conn.disconnect('OperationalDisconnect')
+        return undefined
       }
       for (const e of pending) send(e)
       pending = null

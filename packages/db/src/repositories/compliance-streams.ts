@@ -20,6 +20,6 @@ export async function complianceLogSeqBefore(db: Db, appliedBefore: Date): Promi
   const { rows } = await sql<{ seq: string }>`
     SELECT seq::text AS seq FROM compliance_log
     WHERE applied_at < ${appliedBefore}
-    ORDER BY seq DESC LIMIT 1`.execute(db)
+    ORDER BY compliance_log.seq DESC LIMIT 1`.execute(db)
   return rows[0]?.seq ?? '0'
 }
