@@ -155,6 +155,34 @@ describe('the compliance streams', () => {
     }
   })
 
+  it('deliver an event whose transaction commits after a later one', async () => {
+    const streams = await Promise.all(
+      [1, 2, 3, 4].map((p) => open(`/2/tweets/compliance/stream?partition=${p}`)),
+    )
+    const [slow, fast] = [conv.ids[38]!, conv.ids[39]!]
+    const now = new Date().toISOString()
+    let commit!: () => void
+    const gate = new Promise<void>((resolve) => (commit = resolve))
+    let inserted!: () => void
+    const holding = new Promise<void>((resolve) => (inserted = resolve))
+    // A writer's transaction takes its seq, then is slow to commit.
+    const slowTx = env.db.transaction().execute(async (trx) => {
+      await sql`INSERT INTO compliance_log (kind, target_id, action, event_at, received_at, source)
+        VALUES ('tweet', ${slow}, 'delete', ${now}, ${now}, 'stream')`.execute(trx)
+      inserted()
+      await gate
+    })
+    await holding
+    await applyComplianceEvents(env.db, [event({ id: fast, action: 'delete', eventAt: now })])
+    const all = () => streams.flatMap(deletedIds)
+    await waitFor('the later event', () => all().includes(fast) || 'not yet')
+    commit()
+    await slowTx
+    await waitFor('the earlier event, committed late', () => all().includes(slow) || 'not yet')
+    expect(all().filter((id) => id === slow || id === fast)).toHaveLength(2)
+    for (const s of streams) s.close()
+  })
+
   it('the users stream carries user events in X’s shapes', async () => {
     const user = '1003'
     const partition = compliancePartition(user)

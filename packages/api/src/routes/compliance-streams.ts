@@ -103,26 +103,33 @@ export function registerComplianceStreamRoutes(
 
       // Live events wait here while the replay runs; null once live.
       let pending: LoggedEvent[] | null = []
-      let upTo = '0'
+      // What a replay sent above the poller's settled mark: the poller may still read those (a
+      // late commit), and they are not sent twice.
+      const replayed = new Set<string>()
       const sub = {
         kind,
         deliver(e: LoggedEvent) {
-          if (!isAfterSeq(e.seq, upTo) || !mine(e)) return
+          if (!mine(e)) return
           if (pending) pending.push(e)
-          else send(e)
+          else if (!replayed.has(e.seq)) send(e)
         },
       }
       conn.onClose(() => poller.leave(sub))
       try {
-        upTo = await poller.join(sub)
+        const { upTo, settled } = await poller.join(sub)
+        const sendReplayed = (e: LoggedEvent) => {
+          if (isAfterSeq(e.seq, settled)) replayed.add(e.seq)
+          return send(e)
+        }
+        const bounds = { end, upTo, mine, send: sendReplayed }
         // start_time replays by event time, as X's; backfill_minutes what was applied (so sent
         // live) in the last minutes, whatever the events' own times (a sweep's are hours old).
         if (start) {
-          await replay(conn, kind, { from: start, end, upTo, mine, send })
+          await replay(conn, kind, { from: start, ...bounds })
         } else if (backfill > 0) {
           const since = new Date(now.getTime() - backfill * 60_000)
           const afterSeq = await complianceLogSeqBefore(db, since)
-          await replay(conn, kind, { afterSeq, end, upTo, mine, send })
+          await replay(conn, kind, { afterSeq, ...bounds })
         }
       } catch (err) {
         // The response is already the stream's: a failure ends it as X's streams end, and the
@@ -131,7 +138,7 @@ export function registerComplianceStreamRoutes(
         conn.disconnect('OperationalDisconnect')
         return undefined
       }
-      for (const e of pending) send(e)
+      for (const e of pending) if (!replayed.has(e.seq)) send(e)
       pending = null
       if (end) endAt(conn, end, ctx.now())
       return undefined
