@@ -327,7 +327,7 @@ async function applyPostStates(
     UNION ALL SELECT NULL, conversation_id::text, NULL FROM shown`.execute(trx)
   const erased = rows.flatMap((r) => (r.erased_id ? [r.erased_id] : []))
   if (erased.length > 0) {
-    await eraseWebhookBodies(trx, erased)
+    await eraseCopies(trx, erased)
     await eraseDeletedAuthors(trx, erased)
   }
   return {
@@ -357,13 +357,15 @@ async function eraseDeletedAuthors(trx: Trx, postIds: readonly string[]): Promis
 }
 
 /**
- * Webhook events waiting or parked hold the Posts they carry as text: one that carries an erased
- * Post goes (a reply's event that includes it too), so its content is in no row afterwards.
+ * Other rows that hold a Post as text: webhook events waiting or parked (a reply's event that
+ * includes it too) and lines kept as rejects. One that names an erased Post goes, so its content
+ * is in no row afterwards. Each is a scan of a table that is small in a healthy deployment.
  */
-async function eraseWebhookBodies(trx: Trx, ids: readonly string[]): Promise<void> {
+async function eraseCopies(trx: Trx, ids: readonly string[]): Promise<void> {
   const patterns = ids.map((id) => `%"id":"${id}"%`)
   await sql`DELETE FROM webhook_deliveries WHERE body LIKE ANY(${patterns}::text[])`.execute(trx)
   await sql`DELETE FROM webhook_failures WHERE body LIKE ANY(${patterns}::text[])`.execute(trx)
+  await sql`DELETE FROM ingest_rejects WHERE raw LIKE ANY(${patterns}::text[])`.execute(trx)
 }
 
 /** Withheld countries (the latest event of each Post or user wins) and geo scrubbing. */
