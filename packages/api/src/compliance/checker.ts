@@ -36,6 +36,8 @@ const CHECK_AHEAD = 1
 
 export const UPLOAD_LOST =
   'The upload was interrupted before all of it was received; create a new job and upload the ids again.'
+export const CHECK_FAILED =
+  'The check of the uploaded ids failed again and again; create a new job and upload the ids again.'
 export const STAGING_LOST =
   'The uploaded ids were lost before they were checked (a database restart); create a new job and upload the ids again.'
 
@@ -162,6 +164,7 @@ export function createComplianceChecker(deps: {
         owner,
         leaseMs: options.leaseMs,
         uploadLost: UPLOAD_LOST,
+        checkFailed: CHECK_FAILED,
       })
       for (const job of resumed) {
         log.info({ job: job.id }, 'compliance job taken over from a stopped worker')

@@ -140,6 +140,27 @@ describe('a batch compliance job', () => {
     ])
   })
 
+  it('takes an upload whatever its content type, or with none', async () => {
+    for (const type of [undefined, 'application/octet-stream']) {
+      const job = await createJob()
+      const status = await new Promise<number>((resolve, reject) => {
+        const req = http.request(job.upload_url, {
+          method: 'PUT',
+          headers: type ? { 'content-type': type } : {},
+        })
+        req.on('response', (res) => {
+          res.resume()
+          resolve(res.statusCode ?? 0)
+        })
+        req.on('error', reject)
+        req.end(`${deleted[1]}\n`)
+      })
+      expect(status).toBe(200)
+      const done = await jobStatus(job.id, 'complete')
+      expect(await (await fetch(done.download_url)).text()).toContain(deleted[1])
+    }
+  })
+
   it('belongs to its app: another app gets X’s not-found and an empty list', async () => {
     const job = await createJob()
     const other = await createApp(env.db, 'other app')
@@ -234,6 +255,16 @@ describe('a batch compliance job', () => {
     })
     const failed = await jobStatus(job.id, 'failed')
     expect(failed.error).toMatch(/upload was interrupted/)
+  })
+
+  it('fails a job whose check was taken over three times (a check that always fails ends)', async () => {
+    const job = await createJob()
+    await sql`UPDATE compliance_jobs SET status = 'in_progress', uploaded_at = now(),
+        staged_chunks = 1, lease_owner = 'stopped', lease_until = now() - interval '1 second',
+        takeovers = 3
+      WHERE id = ${job.id}`.execute(env.db)
+    const failed = await jobStatus(job.id, 'failed')
+    expect(failed.error).toMatch(/failed again and again/)
   })
 
   it('answers X’s 400s for a bad body or parameters', async () => {

@@ -24,6 +24,7 @@ export async function up(db: Kysely<any>): Promise<void> {
       uploaded_ids bigint,
       staged_chunks integer,
       checked_chunks integer NOT NULL DEFAULT 0,
+      takeovers integer NOT NULL DEFAULT 0,
       completed_at timestamptz
     )`.execute(db)
   await sql`CREATE INDEX compliance_jobs_app_idx

@@ -255,34 +255,39 @@ export async function completeComplianceJob(
   })
 }
 
+/** Takeovers of one job's check before it fails: a check that fails every time must end. */
+const MAX_TAKEOVERS = 3
+
 /**
  * The app's in-progress jobs whose worker stopped (its lease lapsed): those whose upload was not
- * received whole are failed with `uploadLost`; those received are handed to `owner` to resume the
- * check, and returned.
+ * received whole are failed with `uploadLost`, those taken over MAX_TAKEOVERS times already with
+ * `checkFailed`; the others are handed to `owner` to resume the check, and returned.
  */
 export async function recoverComplianceJobs(
   db: Db,
-  q: { appId: string; owner: string; leaseMs: number; uploadLost: string },
+  q: { appId: string; owner: string; leaseMs: number; uploadLost: string; checkFailed: string },
 ): Promise<ComplianceJobRow[]> {
   const lapsed = await db
     .selectFrom('compliance_jobs')
-    .select(['id', 'uploaded_at'])
+    .select(['id', 'uploaded_at', 'takeovers'])
     .where('app_id', '=', q.appId)
     .where('status', '=', 'in_progress')
     .where('lease_until', '<', sql<Date>`now()`)
     .execute()
   const resumed: ComplianceJobRow[] = []
   for (const job of lapsed) {
-    if (job.uploaded_at === null) {
-      await failComplianceJob(db, { id: job.id, error: q.uploadLost })
+    if (job.uploaded_at === null || job.takeovers >= MAX_TAKEOVERS) {
+      const error = job.uploaded_at === null ? q.uploadLost : q.checkFailed
+      await failComplianceJob(db, { id: job.id, error })
       continue
     }
     const taken = await db
       .updateTable('compliance_jobs')
-      .set({
+      .set((eb) => ({
         lease_owner: q.owner,
         lease_until: sql<Date>`now() + ${`${q.leaseMs} milliseconds`}::interval`,
-      })
+        takeovers: eb('takeovers', '+', 1),
+      }))
       .where('id', '=', job.id)
       .where('status', '=', 'in_progress')
       .where('lease_until', '<', sql<Date>`now()`)

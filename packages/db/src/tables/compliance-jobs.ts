@@ -24,6 +24,8 @@ export interface ComplianceJobsTable {
   staged_chunks: number | null
   /** Staged chunks already checked: a resumed check starts here. */
   checked_chunks: Generated<number>
+  /** Times another worker took the check over; past a bound the job fails instead. */
+  takeovers: Generated<number>
   completed_at: Timestamp | null
 }
 export type ComplianceJobRow = Selectable<ComplianceJobsTable>
