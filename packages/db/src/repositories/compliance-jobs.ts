@@ -312,10 +312,20 @@ export async function complianceResultsPage(
 }
 
 /**
- * Drops the results of every job whose download has expired (no one may fetch them any more). Run
- * as jobs are created: the jobs table is small, the results go by their primary key.
+ * Drops up to `limit` result lines of jobs whose download has expired (no one may fetch them any
+ * more); the number dropped. Run as jobs are created, a bounded batch each time, so that it stays
+ * far inside the API's statement timeout whatever has expired.
  */
-export async function dropExpiredComplianceResults(db: Db, now: Date): Promise<void> {
-  await sql`DELETE FROM compliance_job_results r USING compliance_jobs j
-    WHERE r.job_id = j.id AND j.download_expires_at <= ${now}`.execute(db)
+export async function dropExpiredComplianceResults(
+  db: Db,
+  now: Date,
+  limit = 20_000,
+): Promise<number> {
+  const result = await sql`DELETE FROM compliance_job_results
+    WHERE (job_id, id) IN (
+      SELECT r.job_id, r.id FROM compliance_job_results r
+      JOIN compliance_jobs j ON j.id = r.job_id
+      WHERE j.download_expires_at <= ${now}
+      LIMIT ${limit})`.execute(db)
+  return Number(result.numAffectedRows ?? 0)
 }
