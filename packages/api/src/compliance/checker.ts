@@ -11,6 +11,7 @@ import {
 } from '@threadline/db'
 import { complianceJobResultLine } from '@threadline/domain'
 import type { Logger } from '@threadline/logger'
+import { UPLOAD_MAX_BYTES, UPLOAD_MAX_IDS } from './upload.js'
 
 export interface ComplianceJobOptions {
   /** How long a job's worker holds it without renewing; past it, another process takes over. */
@@ -25,8 +26,8 @@ export interface ComplianceJobOptions {
 export const DEFAULT_COMPLIANCE_JOB_OPTIONS: ComplianceJobOptions = {
   leaseMs: 30_000,
   chunkIds: 20_000,
-  maxIds: 5_000_000,
-  maxBytes: 100 * 1024 * 1024,
+  maxIds: UPLOAD_MAX_IDS,
+  maxBytes: UPLOAD_MAX_BYTES,
 }
 
 type Withdrawn = Awaited<ReturnType<typeof withdrawnAmong>>
