@@ -1,4 +1,5 @@
 import type { BackoffPolicy } from './backoff.js'
+import type { RedisRoomOptions } from './redis-room.js'
 
 /** What the ingest is told (ingestOptionsFromConfig makes it from configuration). */
 export interface IngestOptions {
@@ -26,4 +27,6 @@ export interface IngestOptions {
   leader?: boolean
   backfillLockDuration?: number
   backfillStalledInterval?: number
+  /** When adding jobs pauses for a nearly full Redis (defaults in RedisRoom). */
+  redisRoom?: RedisRoomOptions
 }
