@@ -227,6 +227,27 @@ describe('the compliance streams', () => {
     expect(got).not.toContain(old)
   })
 
+  it('end with X’s operational-disconnect line when the server shuts down', async () => {
+    const other = await startTestServer(env, {}, { listen: true })
+    const res = await new Promise<http.IncomingMessage>((resolve, reject) => {
+      http
+        .get(`${other.url}/2/users/compliance/stream?partition=2`, {
+          headers: { authorization: `Bearer ${other.token}` },
+        })
+        .on('response', resolve)
+        .on('error', reject)
+    })
+    expect(res.statusCode).toBe(200)
+    let text = ''
+    res.setEncoding('utf8').on('data', (d: string) => (text += d))
+    const ended = new Promise<void>((resolve) => res.on('end', () => resolve()))
+    await other.server.close()
+    await ended
+    expect(JSON.parse(text.trim())).toMatchObject({
+      errors: [{ title: 'operational-disconnect', disconnect_type: 'OperationalDisconnect' }],
+    })
+  })
+
   it('answer X’s 400s for bad parameters', async () => {
     for (const [query, message] of [
       ['', 'The `partition` query parameter can not be empty'],
