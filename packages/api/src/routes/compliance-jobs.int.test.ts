@@ -225,6 +225,7 @@ describe('a batch compliance job', () => {
     expect(await res.text()).toContain('line 3 of the upload is not an id')
     const failed = await jobStatus(job.id, 'failed')
     expect(failed.error).toMatch(/line 3 of the upload is not an id .*"not-an-id"/)
+    assertXSchema('Get2ComplianceJobsIdResponse', { data: failed })
     expect((await upload(job.upload_url, `${conv.ids[0]}\n`)).status).toBe(409)
 
     const big = await createJob()
