@@ -7,7 +7,7 @@ import {
 import { registerFilteredStream, type FilteredStreamOptions } from './routes/stream.js'
 import { buildServer, type ApiServer } from './server.js'
 import type { ActivityApiOptions } from './activity/options.js'
-import type { ApiDeps, ApiOptions } from './types.js'
+import type { ApiDeps, ApiOptions, ComplianceApiOptions } from './types.js'
 
 /** The API role's options: the server's, the filtered stream's and the conversation feed's. */
 export interface ApiRoleOptions {
@@ -46,13 +46,18 @@ export interface ApiOverrides {
   server?: Partial<ApiOptions>
   stream?: Partial<FilteredStreamOptions>
   activity?: Partial<ActivityApiOptions>
+  compliance?: Partial<ComplianceApiOptions>
 }
 
 /** `options` with `overrides` applied, each part merged on its own. */
 export function withApiOverrides(options: ApiRoleOptions, overrides: ApiOverrides): ApiRoleOptions {
   const server = { ...options.server, ...overrides.server }
   return {
-    server: { ...server, activity: { ...server.activity, ...overrides.activity } },
+    server: {
+      ...server,
+      activity: { ...server.activity, ...overrides.activity },
+      compliance: { ...server.compliance, ...overrides.compliance },
+    },
     stream: { ...options.stream, ...overrides.stream },
     conversationStream: options.conversationStream,
   }

@@ -55,6 +55,8 @@ interface Operation {
   name: string
   summary: string
   params: EndpointParams
+  /** Authorized by the signed token in its URL (no bearer token). */
+  signed: boolean
 }
 
 /**
@@ -65,7 +67,7 @@ export function createOpenApi() {
   const operations: Operation[] = []
   return {
     onRoute(route: RouteOptions) {
-      const endpoint = route.config?.endpoint
+      const endpoint = route.config?.endpoint ?? route.config?.signedUrl
       if (!endpoint || route.method === 'HEAD') return
       operations.push({
         method: String(route.method).toLowerCase(),
@@ -73,6 +75,7 @@ export function createOpenApi() {
         name: endpoint.name,
         summary: endpoint.summary,
         params: endpoint.params,
+        signed: route.config?.endpoint === undefined,
       })
     },
     document(): Record<string, unknown> {
@@ -83,7 +86,7 @@ export function createOpenApi() {
         paths[op.path]![op.method] = {
           operationId: op.name,
           summary: op.summary,
-          security: [{ BearerToken: [] }],
+          security: op.signed ? [] : [{ BearerToken: [] }],
           parameters: Object.entries(op.params).map(([name, spec]) => ({
             name,
             in: pathParams.has(name) ? 'path' : 'query',
@@ -102,10 +105,20 @@ export function createOpenApi() {
                 },
               }
             : {}),
+          ...(op.signed && op.method === 'put'
+            ? {
+                requestBody: {
+                  required: true,
+                  content: { 'text/plain': { schema: { type: 'string' } } },
+                },
+              }
+            : {}),
           responses: {
             '200': {
               description: 'The request was successful.',
-              content: { 'application/json': { schema: { $ref: '#/components/schemas/Page' } } },
+              content: op.signed
+                ? { 'text/plain': { schema: { type: 'string' } } }
+                : { 'application/json': { schema: { $ref: '#/components/schemas/Page' } } },
             },
             ...(op.method === 'post'
               ? {

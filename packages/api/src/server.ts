@@ -246,7 +246,12 @@ export function buildServer(deps: ApiDeps, options: ApiOptions): ApiServer {
   const openApi = createOpenApi()
   app.addHook('onRoute', openApi.onRoute)
   const ctx = { db, readDb, log, options, now, pageTokens }
-  registerRoutes(app, ctx, { redis, prefix: options.prefix, activity: options.activity })
+  registerRoutes(app, ctx, {
+    redis,
+    prefix: options.prefix,
+    activity: options.activity,
+    compliance: options.compliance,
+  })
   registerThreadRoutes(app)
 
   registerHealthRoutes(app, { db, readDb, redis, log })

@@ -2,6 +2,7 @@ import type { Db } from '@threadline/db'
 import type { Logger } from '@threadline/logger'
 import type { Redis } from '@threadline/redis'
 import type { ActivityApiOptions } from './activity/options.js'
+import type { ComplianceJobOptions } from './compliance/checker.js'
 import type { PageTokens } from './page-token.js'
 import type { EndpointParams } from './params.js'
 
@@ -27,6 +28,19 @@ export interface ApiOptions {
   now?: () => Date
   /** Activity subscriptions, webhooks and the activity stream (defaults when absent). */
   activity?: Partial<ActivityApiOptions>
+  /** Batch compliance jobs and the compliance streams (defaults when absent). */
+  compliance?: Partial<ComplianceApiOptions>
+}
+
+export interface ComplianceApiOptions extends ComplianceJobOptions {
+  /** How often the compliance log is polled for the open compliance streams. */
+  logPollMs: number
+  /** Open connections per app to each compliance stream and partition. */
+  streamMaxConnections: number
+  /** A bare `\r\n` after this long without traffic. */
+  keepAliveMs: number
+  /** Per-connection send buffer past which the reader is cut off as SlowReader. */
+  maxBufferedBytes: number
 }
 
 export interface ApiDeps {
@@ -59,6 +73,8 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** The rate-limit bucket and OpenAPI operation of a `/2/` route. */
     endpoint?: { name: string; group: RateGroup; params: EndpointParams; summary: string }
+    /** A route authorized by a signed token in its URL, not a bearer token (docs/api.md §8.1). */
+    signedUrl?: { name: string; params: EndpointParams; summary: string }
   }
 }
 

@@ -2,9 +2,12 @@ import type { FastifyInstance } from 'fastify'
 import type { Redis } from '@threadline/redis'
 import { DEFAULT_ACTIVITY_OPTIONS, type ActivityApiOptions } from '../activity/options.js'
 import { registerConversationRoutes } from '../conversations/index.js'
-import type { ServerContext } from '../types.js'
+import type { ComplianceApiOptions, ServerContext } from '../types.js'
 import { registerActivityStreamRoute } from './activity-stream.js'
 import { registerSubscriptionRoutes } from './activity-subscriptions.js'
+import { registerComplianceJobRoutes } from './compliance-jobs.js'
+import { registerComplianceStreamRoutes } from './compliance-streams.js'
+import { DEFAULT_COMPLIANCE_OPTIONS } from '../compliance/options.js'
 import { registerCountsRoutes } from '../tweets/counts/handler.js'
 import { registerLookupRoutes } from '../tweets/lookup/handler.js'
 import { registerQuoteRoutes } from './quotes.js'
@@ -22,7 +25,12 @@ import { registerWebhookRoutes } from './webhooks.js'
 export function registerRoutes(
   app: FastifyInstance,
   ctx: ServerContext,
-  deps: { redis: Redis; prefix: string; activity?: Partial<ActivityApiOptions> },
+  deps: {
+    redis: Redis
+    prefix: string
+    activity?: Partial<ActivityApiOptions>
+    compliance?: Partial<ComplianceApiOptions>
+  },
 ): void {
   const activity = { ...DEFAULT_ACTIVITY_OPTIONS, ...deps.activity }
   registerLookupRoutes(app, ctx)
@@ -39,5 +47,12 @@ export function registerRoutes(
     redis: deps.redis,
     prefix: deps.prefix,
     options: activity,
+  })
+  const compliance = { ...DEFAULT_COMPLIANCE_OPTIONS, ...deps.compliance }
+  registerComplianceJobRoutes(app, ctx, compliance)
+  registerComplianceStreamRoutes(app, ctx, {
+    redis: deps.redis,
+    prefix: deps.prefix,
+    options: compliance,
   })
 }

@@ -168,6 +168,17 @@ export class StreamConnection {
     this.graceTimer.unref()
   }
 
+  /** Ends the stream without a disconnect line: it has sent all it had to (a bounded replay). */
+  end(): void {
+    if (this.ended) return
+    this.ended = true
+    clearTimeout(this.keepAliveTimer)
+    clearTimeout(this.slowCheck)
+    this.res.end()
+    this.graceTimer = setTimeout(() => this.res.destroy(), this.options.closeGraceMs ?? 1_000)
+    this.graceTimer.unref()
+  }
+
   private scheduleKeepAlive(ms: number): void {
     this.keepAliveTimer = setTimeout(() => {
       if (this.ended) return

@@ -12,6 +12,7 @@ import * as dropConversationChanges from './20261128T120100-drop-conversation-ch
 import * as partitions from './20261128T120200-partitions.js'
 import * as archiveReads from './20261128T120300-archive-reads.js'
 import * as compliance from './20261128T130000-compliance.js'
+import * as complianceJobs from './20261128T130100-compliance-jobs.js'
 
 /**
  * Every migration, in order. Names are timestamps so that they sort; add new files at the end
@@ -31,4 +32,5 @@ export const migrations: Record<string, Migration> = {
   '20261128T120200-partitions': partitions,
   '20261128T120300-archive-reads': archiveReads,
   '20261128T130000-compliance': compliance,
+  '20261128T130100-compliance-jobs': complianceJobs,
 }

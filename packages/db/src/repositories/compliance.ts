@@ -494,7 +494,8 @@ export async function complianceLogPage(
       AND (${q.startTime ?? null}::timestamptz IS NULL OR event_at >= ${q.startTime ?? null}::timestamptz)
       AND (${q.endTime ?? null}::timestamptz IS NULL OR event_at < ${q.endTime ?? null}::timestamptz)
       AND seq > ${q.afterSeq ?? '0'}::bigint
-    ORDER BY seq LIMIT ${Math.max(0, Math.floor(q.limit))}`.execute(db)
+    -- The column, not the text alias above: by text, seq 100 would sort before 99.
+    ORDER BY compliance_log.seq LIMIT ${Math.max(0, Math.floor(q.limit))}`.execute(db)
   return rows.map(eventOf)
 }
 

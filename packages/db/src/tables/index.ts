@@ -7,6 +7,11 @@ import type {
 } from './activity.js'
 import type { ApiTokensTable, AppsTable } from './apps.js'
 import type { ComplianceLogTable } from './compliance-log.js'
+import type {
+  ComplianceJobResultsTable,
+  ComplianceJobsTable,
+  ComplianceJobUploadsTable,
+} from './compliance-jobs.js'
 import type { ConversationsTable } from './conversations.js'
 import type { IngestRejectsTable, OutboxTable } from './ingest.js'
 import type { PostMentionsTable } from './post-mentions.js'
@@ -20,6 +25,7 @@ export type * from './activity.js'
 export type * from './apps.js'
 export type * from './columns.js'
 export type * from './compliance-log.js'
+export type * from './compliance-jobs.js'
 export type * from './conversations.js'
 export type * from './ingest.js'
 export type * from './post-mentions.js'
@@ -50,4 +56,7 @@ export interface Database {
   webhook_failures: WebhookFailuresTable
   secrets: SecretsTable
   compliance_log: ComplianceLogTable
+  compliance_jobs: ComplianceJobsTable
+  compliance_job_uploads: ComplianceJobUploadsTable
+  compliance_job_results: ComplianceJobResultsTable
 }
