@@ -1,5 +1,19 @@
 import type { BackoffPolicy } from './backoff.js'
 
+/** How the leader learns of withdrawals (docs/configuration.md, UPSTREAM_COMPLIANCE). */
+export interface ComplianceOptions {
+  mode: 'stream' | 'jobs' | 'off'
+  /** Between the starts of two sweeps (COMPLIANCE_INTERVAL_HOURS). */
+  intervalMs: number
+  /** Ids in one batch job (COMPLIANCE_JOB_MAX_IDS). */
+  jobMaxIds: number
+  /** The first wait between two polls of a job; it doubles up to `pollMaxMs`. */
+  pollMs: number
+  pollMaxMs: number
+  /** A job not complete after this long is given up for this sweep (retried by the next). */
+  jobTimeoutMs: number
+}
+
 /** What the ingest is told (ingestOptionsFromConfig makes it from configuration). */
 export interface IngestOptions {
   upstreamUrl: string
@@ -26,4 +40,6 @@ export interface IngestOptions {
   leader?: boolean
   backfillLockDuration?: number
   backfillStalledInterval?: number
+  /** Compliance from the upstream; unset: off. */
+  compliance?: ComplianceOptions
 }
