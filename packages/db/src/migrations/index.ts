@@ -11,6 +11,7 @@ import * as rejectBatch from './20261128T120000-reject-batch.js'
 import * as dropConversationChanges from './20261128T120100-drop-conversation-changes.js'
 import * as partitions from './20261128T120200-partitions.js'
 import * as archiveReads from './20261128T120300-archive-reads.js'
+import * as compliance from './20261128T130000-compliance.js'
 
 /**
  * Every migration, in order. Names are timestamps so that they sort; add new files at the end
@@ -29,4 +30,5 @@ export const migrations: Record<string, Migration> = {
   '20261128T120100-drop-conversation-changes': dropConversationChanges,
   '20261128T120200-partitions': partitions,
   '20261128T120300-archive-reads': archiveReads,
+  '20261128T130000-compliance': compliance,
 }

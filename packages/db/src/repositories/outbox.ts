@@ -46,7 +46,8 @@ export async function relayOutbox(
               SELECT p.id::text AS id, p.conversation_id::text AS conversation_id,
                      p.raw AS post, u.raw AS author
               FROM posts p LEFT JOIN users u ON u.id = p.author_id
-              WHERE p.id = ANY(${postIds}::bigint[])
+              -- A Post withdrawn since it was stored is not published (docs/api.md §7).
+              WHERE p.id = ANY(${postIds}::bigint[]) AND p.withdrawn IS NULL
               ORDER BY p.id`.execute(trx)
           ).rows
     await publish({ ids: rows.map((r) => r.id), payloads: rows.map((r) => r.payload), posts })

@@ -71,8 +71,8 @@ export function usersParams(rows: readonly UserRow[]): { raw: string; observed_a
 
 /**
  * $1–$2 postsParams, $3–$4 usersParams, $5 the rejects (jsonb), $6 their source, $7 the batch id
- * (null: none), $8 INCLUDED_REFRESH_MS as an interval. Steps: users → posts → references →
- * conversation counters → rejects → outbox.
+ * (null: none), $8 INCLUDED_REFRESH_MS as an interval. Steps: users → withdrawn authors → posts →
+ * references → conversation counters → rejects → outbox.
  */
 const STORE_BATCH = `
   WITH
@@ -93,7 +93,7 @@ const STORE_BATCH = `
       AS x(raw, observed_at)
   ),
   users_before AS (
-    SELECT u.id, u.name, u.username, u.observed_at FROM users u
+    SELECT u.id, u.name, u.username, u.observed_at, u.withdrawn FROM users u
     WHERE u.id IN (SELECT id FROM users_in)
   ),
   -- Only the users this batch changes: new ones, renamed ones, and stored copies older than the
@@ -133,6 +133,12 @@ const STORE_BATCH = `
       coalesce(search_terms, '{}') AS search_terms, raw, observed_at, included
     FROM post_input
   ),
+  -- 2a. Withdrawals (docs/api.md §7): a new Post whose author X withdrew is stored hidden, with
+  -- the author's reason; a stored Post keeps its state (see posts_written).
+  authors_withdrawn AS (
+    SELECT a.id, a.withdrawn_reason, a.withdrawn_at FROM users a
+    WHERE a.withdrawn IS NOT NULL AND a.id IN (SELECT author_id FROM posts_in)
+  ),
   -- A copy seen only in another Post's includes is a metrics refresh: it replaces a stored row
   -- only past the refresh interval. Primary copies always apply.
   posts_to_write AS (
@@ -144,11 +150,12 @@ const STORE_BATCH = `
     INSERT INTO posts AS p (
       id, conversation_id, author_id, in_reply_to_user_id, in_reply_to_post_id, text,
       created_at, lang, retweet_count, reply_count, like_count, quote_count, bookmark_count,
-      impression_count, search_terms, raw, observed_at)
-    SELECT id, conversation_id, author_id, in_reply_to_user_id, in_reply_to_post_id, text,
+      impression_count, search_terms, raw, observed_at, withdrawn, withdrawn_reason, withdrawn_at)
+    SELECT n.id, conversation_id, author_id, in_reply_to_user_id, in_reply_to_post_id, text,
       created_at, lang, retweet_count, reply_count, like_count, quote_count, bookmark_count,
-      impression_count, search_terms, raw, observed_at
-    FROM posts_to_write ORDER BY id
+      impression_count, search_terms, raw, observed_at,
+      CASE WHEN w.id IS NOT NULL THEN 'hidden' END, w.withdrawn_reason, w.withdrawn_at
+    FROM posts_to_write n LEFT JOIN authors_withdrawn w ON w.id = n.author_id ORDER BY n.id
     ON CONFLICT (id) DO UPDATE SET
       conversation_id = coalesce(excluded.conversation_id, p.conversation_id),
       author_id = coalesce(excluded.author_id, p.author_id),
@@ -160,14 +167,21 @@ const STORE_BATCH = `
       like_count = excluded.like_count, quote_count = excluded.quote_count,
       bookmark_count = excluded.bookmark_count, impression_count = excluded.impression_count,
       search_terms = excluded.search_terms, raw = excluded.raw,
-      observed_at = excluded.observed_at, updated_at = clock_timestamp()
-    WHERE p.observed_at < excluded.observed_at
+      observed_at = excluded.observed_at,
+      -- A placeholder that a compliance event left (observed at -infinity) gets its content now:
+      -- it counts as stored now, like an insert. Its withdrawal stays as it is.
+      stored_at = CASE WHEN p.observed_at = '-infinity' THEN now() ELSE p.stored_at END,
+      updated_at = CASE WHEN p.observed_at = '-infinity' THEN now() ELSE clock_timestamp() END
+    -- Events win over content: a deleted Post never gets its content back.
+    WHERE p.observed_at < excluded.observed_at AND p.withdrawn IS DISTINCT FROM 'deleted'
     -- posts is partitioned, and a partitioned table has no xmax to return: a row is new when its
     -- two default times are still equal (a replacement's clock time is later than any insert's).
     RETURNING p.id, p.conversation_id, p.in_reply_to_post_id, p.created_at,
-      (p.updated_at = p.stored_at) AS inserted
+      (p.updated_at = p.stored_at) AS inserted, p.withdrawn
   ),
   posts_new AS (SELECT * FROM posts_written WHERE inserted),
+  -- What open streams and subscriptions get: never a withdrawn Post.
+  posts_published AS (SELECT id FROM posts_new WHERE withdrawn IS NULL),
 
   -- 3. References: quotes and retweets only, since a reply's parent is posts.in_reply_to_post_id
   -- (indexed). Read from post_input, so that posts_in has one reader and is not materialized.
@@ -175,6 +189,9 @@ const STORE_BATCH = `
     INSERT INTO post_references (post_id, type, referenced_id)
     SELECT (x.raw->>'id')::bigint, q.type, q.id::bigint
     FROM post_input x CROSS JOIN LATERAL jsonb_to_recordset(x.quotes) AS q(type text, id text)
+    -- A deleted Post keeps no reference but its parent.
+    WHERE NOT EXISTS (SELECT 1 FROM posts d
+      WHERE d.id = (x.raw->>'id')::bigint AND d.withdrawn = 'deleted')
     ORDER BY 1, 2, 3
     ON CONFLICT DO NOTHING
   ),
@@ -217,17 +234,20 @@ const STORE_BATCH = `
     SELECT n.id, o.name AS old_name, o.username AS old_username, n.name, n.username
     FROM users_written n JOIN users_before o ON o.id = n.id
     WHERE NOT n.inserted AND (n.name <> o.name OR n.username <> o.username)
+      -- Not a withdrawn user, nor the first content of a compliance placeholder.
+      AND o.withdrawn IS NULL AND o.observed_at > '-infinity'
   ),
   outbox_written AS (
     INSERT INTO outbox (payload)
     SELECT jsonb_build_object(
-      'post_ids', coalesce((SELECT jsonb_agg(id::text ORDER BY id) FROM posts_new), '[]'::jsonb),
+      'post_ids', coalesce((SELECT jsonb_agg(id::text ORDER BY id) FROM posts_published),
+        '[]'::jsonb),
       'user_changes', coalesce((SELECT jsonb_agg(jsonb_build_object(
           'id', id::text,
           'before', jsonb_build_object('name', old_name, 'username', old_username),
           'after', jsonb_build_object('name', name, 'username', username)) ORDER BY id)
         FROM user_changes), '[]'::jsonb))
-    WHERE EXISTS (SELECT 1 FROM posts_new) OR EXISTS (SELECT 1 FROM user_changes)
+    WHERE EXISTS (SELECT 1 FROM posts_published) OR EXISTS (SELECT 1 FROM user_changes)
     RETURNING id, payload
   )
   SELECT

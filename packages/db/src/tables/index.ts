@@ -6,6 +6,7 @@ import type {
   WebhooksTable,
 } from './activity.js'
 import type { ApiTokensTable, AppsTable } from './apps.js'
+import type { ComplianceLogTable } from './compliance-log.js'
 import type { ConversationsTable } from './conversations.js'
 import type { IngestRejectsTable, OutboxTable } from './ingest.js'
 import type { PostMentionsTable } from './post-mentions.js'
@@ -18,6 +19,7 @@ import type { BackfillsTable, StreamRulesTable, UpstreamRulesTable } from './rul
 export type * from './activity.js'
 export type * from './apps.js'
 export type * from './columns.js'
+export type * from './compliance-log.js'
 export type * from './conversations.js'
 export type * from './ingest.js'
 export type * from './post-mentions.js'
@@ -47,4 +49,5 @@ export interface Database {
   webhook_deliveries: WebhookDeliveriesTable
   webhook_failures: WebhookFailuresTable
   secrets: SecretsTable
+  compliance_log: ComplianceLogTable
 }
