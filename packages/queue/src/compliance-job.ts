@@ -34,6 +34,10 @@ const eventSchema = z.object({
   eventAt: time,
   withheldInCountries: z.array(z.string().max(8)).max(300).optional(),
   upToTweetId: id.optional(),
+  initialTweetId: id.optional(),
+  editTweetIds: z.array(id).max(100).optional(),
+  profileField: z.string().max(100).optional(),
+  newValue: z.string().max(10_000).optional(),
   receivedAt: time,
   source: z.enum(['stream', 'job', 'import']),
 })

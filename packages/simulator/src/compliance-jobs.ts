@@ -1,4 +1,5 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto'
+import { complianceJobResultLine } from '@threadline/domain'
 import type { Withdrawals } from './world-withdrawals.js'
 
 export type JobStatus = 'created' | 'in_progress' | 'failed' | 'complete' | 'expired'
@@ -128,15 +129,14 @@ export class ComplianceJobs {
 
   /** The result lines of a complete job: one per uploaded id the world has withdrawn. */
   results(job: SimJob): string {
-    const lines = this.withdrawals.jobResults(job.type, job.ids ?? []).map((r) =>
-      JSON.stringify({
-        id: r.id,
-        action: r.action,
-        created_at: r.createdAt,
-        redacted_at: r.redactedAt,
-        reason: r.reason,
-      }),
-    )
+    const lines = this.withdrawals
+      .jobResults(job.type, job.ids ?? [])
+      .map((r) =>
+        complianceJobResultLine(
+          { id: r.id, action: 'delete', reason: r.reason, eventAt: r.redactedAt },
+          r.createdAt,
+        ),
+      )
     return lines.length > 0 ? lines.join('\n') + '\n' : ''
   }
 }

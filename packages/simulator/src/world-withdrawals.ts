@@ -23,6 +23,9 @@ export interface WithdrawalEvent {
   eventAt: string
   withheldInCountries?: string[]
   upToTweetId?: string
+  /** tweet_edit: the world edits a Post in place, so both name the Post itself. */
+  initialTweetId?: string
+  editTweetIds?: string[]
 }
 
 /** A batch job's result line for one id (X: `id`, `action`, `created_at`, `redacted_at`, `reason`). */
@@ -165,7 +168,9 @@ export function createWithdrawals(world: World, seed: number): Withdrawals {
         authorId: post.authorId,
         action: r < 0.6 ? 'withheld' : 'tweet_edit',
         eventAt,
-        ...(r < 0.6 ? { withheldInCountries: [prng.pick(COUNTRIES)] } : {}),
+        ...(r < 0.6
+          ? { withheldInCountries: [prng.pick(COUNTRIES)] }
+          : { initialTweetId: post.id, editTweetIds: [post.id] }),
       })
     }
     const user = pickUser()

@@ -263,18 +263,21 @@ export class ComplianceSweep {
   private async storedIds(type: JobType, afterId: string, limit: number): Promise<string[]> {
     const table = type === 'tweets' ? sql.table('posts') : sql.table('users')
     // Deleted Posts are gone for good: X has nothing more to say about them.
-    const live = type === 'tweets' ? sql`AND withdrawn IS DISTINCT FROM 'deleted'` : sql``
+    const live = type === 'tweets' ? sql`AND t.withdrawn IS DISTINCT FROM 'deleted'` : sql``
+    // Ordered by the bigint, never by its text: ids of different lengths sort wrong as text.
     const { rows } = await sql<{ id: string }>`
-      SELECT id::text AS id FROM ${table} WHERE id > ${afterId}::bigint ${live}
-      ORDER BY id LIMIT ${limit}`.execute(this.deps.db)
+      SELECT t.id::text AS id FROM ${table} t WHERE t.id > ${afterId}::bigint ${live}
+      ORDER BY t.id LIMIT ${limit}`.execute(this.deps.db)
     return rows.map((r) => r.id)
   }
 
   private async storedIdsUpTo(type: JobType, afterId: string, lastId: string): Promise<string[]> {
     const table = type === 'tweets' ? sql.table('posts') : sql.table('users')
     const { rows } = await sql<{ id: string }>`
-      SELECT id::text AS id FROM ${table}
-      WHERE id > ${afterId}::bigint AND id <= ${lastId}::bigint ORDER BY id`.execute(this.deps.db)
+      SELECT t.id::text AS id FROM ${table} t
+      WHERE t.id > ${afterId}::bigint AND t.id <= ${lastId}::bigint ORDER BY t.id`.execute(
+      this.deps.db,
+    )
     return rows.map((r) => r.id)
   }
 }
