@@ -41,7 +41,7 @@ export interface ComplianceStreamsDeps {
  * replay after a gap (the filtered stream's rules: `backfill_minutes` when the gap fits in it,
  * `start_time` from the mark for a longer one).
  */
-class Partition implements StreamSource, StreamRecovery {
+export class CompliancePartition implements StreamSource, StreamRecovery {
   readonly hasToken: boolean
   private startTime: string | undefined
   private connections = 0
@@ -51,7 +51,11 @@ class Partition implements StreamSource, StreamRecovery {
     readonly name: string,
     private readonly kind: 'tweet' | 'user',
     private readonly partition: number,
-    private readonly deps: ComplianceStreamsDeps,
+    private readonly deps: {
+      upstream: UpstreamClient
+      marks: Pick<ComplianceMarks, 'read'>
+      logger: Logger
+    },
     private readonly ledSince: number,
   ) {
     this.hasToken = deps.upstream.hasToken
@@ -82,6 +86,11 @@ class Partition implements StreamSource, StreamRecovery {
   }
 
   async connected(): Promise<void> {}
+
+  /** The `start_time` the next connection asks for, if any (after plan). */
+  get replayFrom(): string | undefined {
+    return this.startTime
+  }
 
   openStream(backfillMinutes: number, signal: AbortSignal): Promise<StreamResponse> {
     return this.deps.upstream.openComplianceStream(
@@ -114,7 +123,13 @@ export class ComplianceStreams {
     const ledSince = Date.now()
     for (const kind of ['tweet', 'user'] as const) {
       for (const partition of PARTITIONS) {
-        const source = new Partition(`${kind}-${partition}`, kind, partition, deps, ledSince)
+        const source = new CompliancePartition(
+          `${kind}-${partition}`,
+          kind,
+          partition,
+          deps,
+          ledSince,
+        )
         this.readers.push(
           new StreamReader({
             upstream: source,
