@@ -6,7 +6,7 @@ import { POSTS_BATCH_MAX_BYTES, POSTS_BATCH_MAX_LINES } from '@threadline/queue'
 import { createRedis } from '@threadline/redis'
 import { X_BACKOFF } from './backoff.js'
 import { createIngest, type Ingest } from './ingest.js'
-import type { IngestOptions } from './options.js'
+import type { ComplianceOptions, IngestOptions } from './options.js'
 
 export class MissingUpstreamError extends Error {
   override name = 'MissingUpstreamError'
@@ -35,6 +35,18 @@ const COMPLIANCE_POLL_MAX_MS = 30_000
 /** X completes most jobs within minutes; one still running after this is retried next sweep. */
 const COMPLIANCE_JOB_TIMEOUT_MS = 2 * 3_600_000
 
+/** Compliance from the upstream: UPSTREAM_COMPLIANCE and the COMPLIANCE_* settings. */
+export function complianceOptionsFromConfig(config: Config): ComplianceOptions {
+  return {
+    mode: config.UPSTREAM_COMPLIANCE,
+    intervalMs: config.COMPLIANCE_INTERVAL_HOURS * 3_600_000,
+    jobMaxIds: config.COMPLIANCE_JOB_MAX_IDS,
+    pollMs: COMPLIANCE_POLL_MS,
+    pollMaxMs: COMPLIANCE_POLL_MAX_MS,
+    jobTimeoutMs: COMPLIANCE_JOB_TIMEOUT_MS,
+  }
+}
+
 /**
  * The ingest's options: what configuration sets, the constants above for the rest, and `tuning`
  * (tests shorten timings through it).
@@ -61,14 +73,7 @@ export function ingestOptionsFromConfig(
     backfillConcurrency: config.INGEST_BACKFILL_CONCURRENCY,
     backfillMaxWaitMs: BACKFILL_MAX_WAIT_MS,
     shutdownTimeoutMs: config.SHUTDOWN_TIMEOUT_MS,
-    compliance: {
-      mode: config.UPSTREAM_COMPLIANCE,
-      intervalMs: config.COMPLIANCE_INTERVAL_HOURS * 3_600_000,
-      jobMaxIds: config.COMPLIANCE_JOB_MAX_IDS,
-      pollMs: COMPLIANCE_POLL_MS,
-      pollMaxMs: COMPLIANCE_POLL_MAX_MS,
-      jobTimeoutMs: COMPLIANCE_JOB_TIMEOUT_MS,
-    },
+    compliance: complianceOptionsFromConfig(config),
     ...tuning,
   }
 }

@@ -204,10 +204,11 @@ describe('metrics', () => {
 
   it('samples the queues of the roles a process runs', () => {
     expect(queuesForRoles(['api'])).toEqual([])
-    expect(queuesForRoles(['writer'])).toEqual(['posts', 'activity'])
+    expect(queuesForRoles(['writer'])).toEqual(['posts', 'compliance', 'activity'])
     expect(queuesForRoles(['api', 'ingest', 'writer', 'delivery']).sort()).toEqual([
       'activity',
       'backfill',
+      'compliance',
       'posts',
       'webhooks',
     ])
