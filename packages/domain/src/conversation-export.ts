@@ -37,6 +37,11 @@ export interface ExportRow {
   quote_count: number | null
   quoted_id: string | null
   /**
+   * Set when X withdrew the Post: it has no content (author, text and counts are null), jsonl and
+   * csv leave it out and graphml keeps its node (docs/api.md §7).
+   */
+  withdrawn?: 'deleted' | 'unavailable'
+  /**
    * jsonl only: the Post and its author as stored (JSON text), the ids of the Posts it references,
    * and those of them that are stored (JSON text).
    */
@@ -85,7 +90,7 @@ export function jsonlLine(row: ExportRow): string {
 async function* jsonl(source: ExportSource): AsyncGenerator<string> {
   for await (const page of source.pages) {
     let chunk = ''
-    for (const row of page) chunk += jsonlLine(row)
+    for (const row of page) if (!row.withdrawn) chunk += jsonlLine(row)
     if (chunk !== '') yield chunk
   }
 }
@@ -149,7 +154,7 @@ async function* csv(source: ExportSource): AsyncGenerator<string> {
   yield CSV_COLUMNS.join(',') + '\r\n'
   for await (const page of source.pages) {
     let chunk = ''
-    for (const row of page) chunk += csvRecord(row)
+    for (const row of page) if (!row.withdrawn) chunk += csvRecord(row)
     if (chunk !== '') yield chunk
   }
 }
@@ -181,6 +186,7 @@ const GRAPHML_HEAD = `<?xml version="1.0" encoding="UTF-8"?>
   <key id="created_at" for="node" attr.name="created_at" attr.type="string"/>
   <key id="text" for="node" attr.name="text" attr.type="string"/>
   <key id="depth" for="node" attr.name="depth" attr.type="int"/>
+  <key id="withdrawn" for="node" attr.name="withdrawn" attr.type="string"/>
   <key id="missing" for="node" attr.name="missing" attr.type="boolean">
     <default>false</default>
   </key>
@@ -193,6 +199,15 @@ const data = (key: string, value: string | number | null) =>
     : `<data key="${key}">${typeof value === 'number' ? value : xmlText(value)}</data>`
 
 function graphmlNode(row: ExportRow): string {
+  if (row.withdrawn) {
+    return (
+      `    <node id="${row.id}">` +
+      data('created_at', row.created_at) +
+      data('depth', row.depth) +
+      data('withdrawn', row.withdrawn) +
+      '<data key="missing">false</data></node>\n'
+    )
+  }
   return (
     `    <node id="${row.id}">` +
     data('author_id', row.author_id) +

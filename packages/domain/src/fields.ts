@@ -129,7 +129,9 @@ export interface StoredPost {
   in_reply_to_user_id: string | null
   raw: WirePost
   /** Set once X withdrew it: the read pipeline's rules decide what is served in its place. */
-  withdrawn?: Withdrawal
+  withdrawn?: Withdrawal | null
+  /** X's reason for it (deleted, protected, suspended, …): `protected` answers a lookup differently. */
+  withdrawn_reason?: string | null
 }
 
 /** Why a stored Post is no longer served: deleted on X, or hidden (protected, suspended, dropped). */
@@ -310,6 +312,35 @@ export interface ResourceNotFound {
   type: 'https://api.twitter.com/2/problems/resource-not-found'
 }
 
+/** X's partial error for a Post it withholds from the caller (a protected author's). */
+export interface ResourceUnauthorized {
+  value: string
+  detail: string
+  title: 'Authorization Error'
+  resource_type: 'tweet'
+  parameter: string
+  resource_id: string
+  section: 'data' | 'includes'
+  type: 'https://api.twitter.com/2/problems/not-authorized-for-resource'
+}
+
+export function notAuthorized(
+  parameter: string,
+  value: string,
+  section: 'data' | 'includes' = 'data',
+): ResourceUnauthorized {
+  return {
+    value,
+    detail: `Sorry, you are not authorized to see the Tweet with ${parameter}: [${value}].`,
+    title: 'Authorization Error',
+    resource_type: 'tweet',
+    parameter,
+    resource_id: value,
+    section,
+    type: 'https://api.twitter.com/2/problems/not-authorized-for-resource',
+  }
+}
+
 export function notFound(
   resourceType: 'tweet' | 'user',
   parameter: string,
@@ -332,6 +363,8 @@ export interface LoadedTargets {
   users: ReadonlyMap<string, StoredUser>
   /** Users by lower-cased username. */
   usersByName: ReadonlyMap<string, StoredUser>
+  /** Posts withheld from includes because their author is protected: named as X does. */
+  protectedPosts?: ReadonlySet<string>
 }
 
 /**
@@ -342,11 +375,11 @@ export function assembleIncludes(
   posts: readonly StoredPost[],
   sel: FieldSelection,
   loaded: LoadedTargets,
-): { includes?: Includes; errors: ResourceNotFound[] } {
+): { includes?: Includes; errors: Array<ResourceNotFound | ResourceUnauthorized> } {
   const e = sel.expansions
   const users = new Map<string, WireUser>()
   const tweets = new Map<string, WirePost>()
-  const errors = new Map<string, ResourceNotFound>()
+  const errors = new Map<string, ResourceNotFound | ResourceUnauthorized>()
   const tFields = includedFields(sel)
   const uFields = sel.userFields
 
@@ -362,7 +395,12 @@ export function assembleIncludes(
     if (post) {
       if (!tweets.has(id)) tweets.set(id, shapePost(post, tFields))
     } else if (!errors.has(`${parameter}:${id}`)) {
-      errors.set(`${parameter}:${id}`, notFound('tweet', parameter, id))
+      errors.set(
+        `${parameter}:${id}`,
+        loaded.protectedPosts?.has(id)
+          ? notAuthorized(parameter, id, 'includes')
+          : notFound('tweet', parameter, id),
+      )
     }
     return post
   }

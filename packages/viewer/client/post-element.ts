@@ -4,6 +4,8 @@ import { postText, type Conversation, type Node } from './tree.js'
 /** One collected Post: author, badges, time, text and public metrics. */
 export function postElement(conversation: Conversation, node: Node): HTMLElement {
   const post = node.post!
+  const withdrawn = post.thread?.withdrawn
+  if (withdrawn) return withdrawnElement(post.id, node, withdrawn)
   const author = post.author_id === undefined ? undefined : conversation.users.get(post.author_id)
   const isOp = post.author_id !== undefined && post.author_id === conversation.rootAuthorId
   const metrics = post.public_metrics ?? {}
@@ -52,6 +54,32 @@ export function postElement(conversation: Conversation, node: Node): HTMLElement
       metric(metrics.like_count, 'like', 'likes'),
       metric(metrics.quote_count, 'quote', 'quotes'),
     ),
+  )
+}
+
+const WITHDRAWN_TEXT = {
+  deleted: 'This Post was deleted.',
+  unavailable: 'This Post is unavailable.',
+} as const
+
+/** A Post X withdrew: its place in the tree and nothing of its content; its replies stay below. */
+function withdrawnElement(
+  id: string,
+  node: Node,
+  withdrawn: keyof typeof WITHDRAWN_TEXT,
+): HTMLElement {
+  return h(
+    'article',
+    {
+      class: `post withdrawn${node.fresh ? ' new' : ''}`,
+      'data-post-id': id,
+      'data-depth': String(node.depth),
+      'data-withdrawn': withdrawn,
+      tabindex: '-1',
+      'aria-label': WITHDRAWN_TEXT[withdrawn],
+    },
+    // A head like a Post's: the tree puts its collapse toggle there.
+    h('div', { class: 'head' }, h('span', { class: 'withdrawn-text' }, WITHDRAWN_TEXT[withdrawn])),
   )
 }
 

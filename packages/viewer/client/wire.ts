@@ -20,6 +20,8 @@ export interface Post {
     reply_count?: number
     descendant_count?: number
     missing_parent?: boolean
+    /** Set when X withdrew the Post: the API then sends only `id` and `thread` (docs/api.md §7). */
+    withdrawn?: 'deleted' | 'unavailable'
   }
 }
 

@@ -109,31 +109,33 @@ class AncestorPath {
   private readonly depthOf = new Map<string, number>()
 
   async resolve(db: Db, page: ExportRow[]): Promise<void> {
-    const inPage = new Map(page.map((r) => [r.id, r.json!.post]))
+    // A withdrawn Post has no json: it includes nothing and is included by none.
+    const inPage = new Map(page.flatMap((r) => (r.json ? [[r.id, r.json.post] as const] : [])))
     const wanted = new Set<string>()
     for (const row of page) {
-      for (const ref of row.json!.refs) {
+      for (const ref of row.json?.refs ?? []) {
         if (!inPage.has(ref) && !this.depthOf.has(ref)) wanted.add(ref)
       }
     }
     const found = await readPostsJson(db, [...wanted])
     for (const row of page) {
-      row.json!.referenced = row.json!.refs.flatMap((ref) => {
-        const depth = this.depthOf.get(ref)
-        return (
-          (depth === undefined ? undefined : this.path[depth]?.post) ??
-          inPage.get(ref) ??
-          found.get(ref) ??
-          []
-        )
-      })
+      if (row.json)
+        row.json.referenced = row.json.refs.flatMap((ref) => {
+          const depth = this.depthOf.get(ref)
+          return (
+            (depth === undefined ? undefined : this.path[depth]?.post) ??
+            inPage.get(ref) ??
+            found.get(ref) ??
+            []
+          )
+        })
       while (this.path.length > row.depth) {
         const left = this.path.pop()
         if (left) this.depthOf.delete(left.id)
       }
       while (this.path.length < row.depth) this.path.push(undefined)
-      this.path.push({ id: row.id, post: row.json!.post })
-      this.depthOf.set(row.id, row.depth)
+      this.path.push(row.json && { id: row.id, post: row.json.post })
+      if (row.json) this.depthOf.set(row.id, row.depth)
     }
   }
 }

@@ -25,7 +25,7 @@ import {
  * already in the selection's wire form (JSON text written by Postgres, see `readsText`), which
  * then says itself whether it was withdrawn.
  */
-export type HydratedPost = { id: string; withdrawn?: Withdrawal } & (
+export type HydratedPost = { id: string; withdrawn?: Withdrawal; withdrawn_reason?: string } & (
   { post: StoredPost; json?: undefined } | { json: string; post?: undefined }
 )
 
@@ -61,11 +61,7 @@ export async function hydrate(
 ): Promise<Hydration> {
   if (readsText(sel)) {
     const rows = await wirePostsByIds(db, ids, wireFields(sel))
-    return inOrder(
-      ids,
-      rows.map((r) => ({ id: r.id, json: r.json })),
-      NO_TARGETS,
-    )
+    return inOrder(ids, rows, NO_TARGETS)
   }
   const stored = await postsByIds(db, ids)
   const byId = new Map(stored.map((p) => [p.id, p]))

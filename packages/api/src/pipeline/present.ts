@@ -1,12 +1,14 @@
 import type { CountBucket } from '@threadline/db'
 import {
   assembleIncludes,
+  notAuthorized,
   notFound,
   primaryFields,
   shapePost,
   type FieldSelection,
   type Includes,
   type ResourceNotFound,
+  type ResourceUnauthorized,
   type StoredPost,
 } from '@threadline/domain'
 import type { Ruled } from './rules.js'
@@ -15,7 +17,7 @@ import type { Ruled } from './rules.js'
 export interface PostsPage {
   data: string[]
   includes?: Includes
-  errors: ResourceNotFound[]
+  errors: Array<ResourceNotFound | ResourceUnauthorized>
 }
 
 export interface PresentOptions {
@@ -52,7 +54,13 @@ export function present(
     data.push(json)
   }
   const named = options.notFoundAs
-  const errors = named === undefined ? [] : ruled.unknown.map((id) => notFound('tweet', named, id))
+  const errors: PostsPage['errors'] =
+    named === undefined
+      ? []
+      : [
+          ...ruled.unknown.map((id) => notFound('tweet', named, id)),
+          ...(ruled.denied ?? []).map((id) => notAuthorized(named, id)),
+        ]
   if (!ruled.targets || stored.length === 0) return { data, errors }
   const resolved = assembleIncludes(stored, sel, ruled.targets)
   return { data, includes: resolved.includes, errors: [...errors, ...resolved.errors] }

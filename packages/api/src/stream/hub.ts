@@ -1,4 +1,11 @@
-import { listAllRules, listen, RULES_CHANNEL, type Db, type Listener } from '@threadline/db'
+import {
+  listAllRules,
+  listen,
+  RULES_CHANNEL,
+  withdrawnAmong,
+  type Db,
+  type Listener,
+} from '@threadline/db'
 import type { FieldSelection } from '@threadline/domain'
 import type { Logger } from '@threadline/logger'
 import { parseQuery, RuleIndex } from '@threadline/query'
@@ -221,7 +228,19 @@ export class StreamHub {
       )) {
         if (!sub.conn.open) return
         const items: Array<{ item: StreamPost; rules: string }> = []
-        for (const item of this.postsOf(page)) {
+        // The replay holds Posts as they were stored: those X withdrew since are left out.
+        const posts = [...this.postsOf(page)]
+        const withdrawn = new Set(
+          (
+            await withdrawnAmong(
+              this.deps.db,
+              'tweet',
+              posts.map((p) => p.post.id),
+            )
+          ).map((w) => w.id),
+        )
+        for (const item of posts) {
+          if (withdrawn.has(item.post.id)) continue
           if (sub.conversationId !== undefined) {
             if (item.post.conversation_id === sub.conversationId) items.push({ item, rules: '' })
             continue

@@ -57,7 +57,12 @@ describe('applyComplianceEvents', () => {
     expect(before!.text).toMatch(/^post 5 /)
     const v0 = await version(conv.rootId)
     const del = event({ id: mid, action: 'delete' })
-    expect(await applyComplianceEvents(env.db, [del, del])).toEqual({ applied: 1, repeated: 1 })
+    expect(await applyComplianceEvents(env.db, [del, del])).toMatchObject({
+      applied: 1,
+      repeated: 1,
+      erased: [{ id: mid, conversationId: conv.rootId }],
+      conversations: [conv.rootId],
+    })
     const after = await postRow(mid)
     expect(after).toMatchObject({
       text: '',
@@ -77,7 +82,12 @@ describe('applyComplianceEvents', () => {
     expect(refs).toEqual([])
 
     const v1 = await version(conv.rootId)
-    expect(await applyComplianceEvents(env.db, [del])).toEqual({ applied: 0, repeated: 1 })
+    expect(await applyComplianceEvents(env.db, [del])).toEqual({
+      applied: 0,
+      repeated: 1,
+      erased: [],
+      conversations: [],
+    })
     expect(await version(conv.rootId)).toBe(v1)
     // The log took the author from the stored Post before erasing it.
     const [logged] = await complianceLogPage(env.db, { kind: 'tweet', limit: 10 })
@@ -146,7 +156,9 @@ describe('applyComplianceEvents', () => {
 
   it('an id with no partition is only logged', async () => {
     const farAhead = '9100000000000000000'
-    expect(await applyComplianceEvents(env.db, [event({ id: farAhead, action: 'drop' })])).toEqual({
+    expect(
+      await applyComplianceEvents(env.db, [event({ id: farAhead, action: 'drop' })]),
+    ).toMatchObject({
       applied: 1,
       repeated: 0,
     })

@@ -21,6 +21,27 @@ import type { Database } from '../tables/index.js'
 
 type Trx = Transaction<Database>
 
+/** A Post erased by this call, for erasing it from what was published (eraseStoredPosts). */
+export interface ErasedPost {
+  id: string
+  conversationId: string | null
+  storedAt: Date
+}
+
+export interface ComplianceApplied {
+  /** Events logged (and applied) by this call. */
+  applied: number
+  /** Events logged before (or twice in this call): they changed nothing. */
+  repeated: number
+  /**
+   * Posts erased by this call: their content may still be in the `stored` stream, which
+   * @threadline/redis `eraseStoredPosts` clears after commit.
+   */
+  erased: ErasedPost[]
+  /** Conversations whose Posts changed (each got a new version): held trees are stale. */
+  conversations: string[]
+}
+
 /** User events that hide a user (and its Posts) and those that reverse them. */
 const USER_HIDING: readonly ComplianceAction[] = ['user_protect', 'user_suspend', 'user_delete']
 const USER_UNHIDING: readonly ComplianceAction[] = [
@@ -166,7 +187,12 @@ async function applyUserStates(trx: Trx, userIds: readonly string[]): Promise<st
       UPDATE users u SET withdrawn = NULL, withdrawn_reason = NULL, withdrawn_at = s.event_at,
         updated_at = now()
       FROM state s WHERE u.id = s.id AND s.withdrawn IS NULL
-        AND u.withdrawn IS NOT DISTINCT FROM 'hidden'
+        AND u.withdrawn IS NOT DISTINCT FROM 'hidden' AND u.observed_at > '-infinity'
+    ),
+    -- A placeholder with nothing withdrawn any more is no user at all.
+    user_placeholders_gone AS (
+      DELETE FROM users u USING state s WHERE u.id = s.id AND s.withdrawn IS NULL
+        AND u.withdrawn = 'hidden' AND u.observed_at = '-infinity'
     ),
     posts_hidden AS (
       UPDATE posts p SET withdrawn = 'hidden', withdrawn_reason = s.reason,
@@ -195,15 +221,20 @@ async function applyUserStates(trx: Trx, userIds: readonly string[]): Promise<st
 async function applyPostStates(
   trx: Trx,
   touched: ReadonlyArray<{ id: string; eventAt: Date }>,
-): Promise<string[]> {
-  if (touched.length === 0) return []
+): Promise<{ conversations: string[]; erased: ErasedPost[] }> {
+  const none = { conversations: [], erased: [] }
+  if (touched.length === 0) return none
   const fits = await postIdFits(trx)
   // A placeholder needs a partition; an id with none (expired, or far ahead) is only logged.
   const input = touched
     .filter((t) => fits(t.id))
     .map((t) => ({ id: t.id, placeholder_at: placeholderTime(t.id, t.eventAt) }))
-  if (input.length === 0) return []
-  const { rows } = await sql<{ conversation_id: string }>`
+  if (input.length === 0) return none
+  const { rows } = await sql<{
+    erased_id: string | null
+    conversation_id: string | null
+    stored_at: Date | null
+  }>`
     WITH touched AS (
       SELECT * FROM jsonb_to_recordset(${JSON.stringify(input)}::jsonb)
         AS t(id bigint, placeholder_at timestamptz)
@@ -244,7 +275,7 @@ async function applyPostStates(
         withdrawn = 'deleted', withdrawn_reason = excluded.withdrawn_reason,
         withdrawn_at = excluded.withdrawn_at, updated_at = clock_timestamp()
       WHERE p.withdrawn IS DISTINCT FROM 'deleted'
-      RETURNING p.id, p.conversation_id
+      RETURNING p.id, p.conversation_id, p.stored_at
     ),
     references_erased AS (
       DELETE FROM post_references r USING erased e WHERE r.post_id = e.id
@@ -282,13 +313,38 @@ async function applyPostStates(
       UPDATE posts p SET withdrawn = NULL, withdrawn_reason = NULL, withdrawn_at = t.at,
         updated_at = clock_timestamp()
       FROM toggled t WHERE p.id = t.id AND t.withdrawn IS NULL AND p.withdrawn = 'hidden'
+        AND p.observed_at > '-infinity'
       RETURNING p.conversation_id
+    ),
+    -- A hidden placeholder shown again is no Post at all until its content comes (an undrop
+    -- logged after it keeps the older drop from hiding it again).
+    placeholders_gone AS (
+      DELETE FROM posts p USING toggled t WHERE p.id = t.id AND t.withdrawn IS NULL
+        AND p.withdrawn = 'hidden' AND p.observed_at = '-infinity'
     )
-    SELECT DISTINCT conversation_id::text AS conversation_id FROM (
-      SELECT conversation_id FROM erased UNION ALL SELECT conversation_id FROM hidden_placed
-      UNION ALL SELECT conversation_id FROM shown) c
-    WHERE conversation_id IS NOT NULL`.execute(trx)
-  return rows.map((r) => r.conversation_id)
+    SELECT id::text AS erased_id, conversation_id::text AS conversation_id, stored_at FROM erased
+    UNION ALL SELECT NULL, conversation_id::text, NULL FROM hidden_placed
+    UNION ALL SELECT NULL, conversation_id::text, NULL FROM shown`.execute(trx)
+  const erased = rows.flatMap((r) => (r.erased_id ? [r.erased_id] : []))
+  if (erased.length > 0) await eraseWebhookBodies(trx, erased)
+  return {
+    conversations: rows.flatMap((r) => (r.conversation_id ? [r.conversation_id] : [])),
+    erased: rows.flatMap((r) =>
+      r.erased_id && r.stored_at
+        ? [{ id: r.erased_id, conversationId: r.conversation_id, storedAt: r.stored_at }]
+        : [],
+    ),
+  }
+}
+
+/**
+ * Webhook events waiting or parked hold the Posts they carry as text: one that carries an erased
+ * Post goes (a reply's event that includes it too), so its content is in no row afterwards.
+ */
+async function eraseWebhookBodies(trx: Trx, ids: readonly string[]): Promise<void> {
+  const patterns = ids.map((id) => `%"id":"${id}"%`)
+  await sql`DELETE FROM webhook_deliveries WHERE body LIKE ANY(${patterns}::text[])`.execute(trx)
+  await sql`DELETE FROM webhook_failures WHERE body LIKE ANY(${patterns}::text[])`.execute(trx)
 }
 
 /** Withheld countries (the latest event of each Post or user wins) and geo scrubbing. */
@@ -361,12 +417,12 @@ const byEventTime = (a: ComplianceEvent, b: ComplianceEvent) =>
 export async function applyComplianceEvents(
   db: Db,
   events: readonly ComplianceEvent[],
-): Promise<{ applied: number; repeated: number }> {
+): Promise<ComplianceApplied> {
   const valid = events.filter((e) => isId(e.id) && (e.authorId === undefined || isId(e.authorId)))
   if (valid.length !== events.length) throw new TypeError('a compliance event has a malformed id')
-  if (events.length === 0) return { applied: 0, repeated: 0 }
+  if (events.length === 0) return { applied: 0, repeated: 0, erased: [], conversations: [] }
   const sorted = [...events].sort(byEventTime)
-  const applied = await db.transaction().execute(async (trx) => {
+  return db.transaction().execute(async (trx) => {
     const logged = await logEvents(trx, sorted)
     const users = new Set<string>()
     const posts = new Map<string, Date>()
@@ -378,19 +434,24 @@ export async function applyComplianceEvents(
         posts.set(e.target_id, e.event_at)
       }
     }
-    const conversations = [
-      // Users first: a Post's own state reads its author's.
-      ...(await applyUserStates(trx, [...users].sort(compareIds))),
-      ...(await applyPostStates(
-        trx,
-        [...posts].sort(([a], [b]) => compareIds(a, b)).map(([id, eventAt]) => ({ id, eventAt })),
-      )),
-      ...(await applyWithheldAndGeo(trx, logged)),
-    ]
+    // Users first: a Post's own state reads its author's.
+    const byUsers = await applyUserStates(trx, [...users].sort(compareIds))
+    const byPosts = await applyPostStates(
+      trx,
+      [...posts].sort(([a], [b]) => compareIds(a, b)).map(([id, eventAt]) => ({ id, eventAt })),
+    )
+    const byOthers = await applyWithheldAndGeo(trx, logged)
+    const conversations = [...new Set([...byUsers, ...byPosts.conversations, ...byOthers])].sort(
+      compareIds,
+    )
     await bumpConversations(trx, conversations)
-    return logged.length
+    return {
+      applied: logged.length,
+      repeated: events.length - logged.length,
+      erased: byPosts.erased,
+      conversations,
+    }
   })
-  return { applied, repeated: events.length - applied }
 }
 
 /** The log in seq order, for the compliance streams' replay. */

@@ -27,12 +27,16 @@ type Row = {
   post?: string
   author?: string | null
   refs?: string[] | null
+  withdrawn: 'deleted' | 'unavailable' | null
 }
 
+// A withdrawn author's name is not exported (docs/api.md §7); a withdrawn Post's content is
+// dropped below.
 const COLUMNS = `p.id::text AS id, p.conversation_id::text AS conversation_id,
-  p.author_id::text AS author_id, u.username,
+  p.author_id::text AS author_id, CASE WHEN u.withdrawn IS NULL THEN u.username END AS username,
   to_char(p.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS created_at,
-  p.text, p.lang, p.reply_count, p.like_count, p.retweet_count, p.quote_count`
+  p.text, p.lang, p.reply_count, p.like_count, p.retweet_count, p.quote_count,
+  CASE p.withdrawn WHEN 'deleted' THEN 'deleted' WHEN 'hidden' THEN 'unavailable' END AS withdrawn`
 
 /** The page's rows, by id (order comes from the tree). */
 const ROWS = `SELECT ${COLUMNS},
@@ -45,7 +49,8 @@ const ROWS = `SELECT ${COLUMNS},
  * The same, with the Post and its author as stored (JSON text) and the ids of every Post it
  * references: the parent, then quotes and retweets (post_references holds only those).
  */
-const ROWS_WITH_JSON = `SELECT ${COLUMNS}, r.quoted_id, p.raw::text AS post, u.raw::text AS author,
+const ROWS_WITH_JSON = `SELECT ${COLUMNS}, r.quoted_id, p.raw::text AS post,
+    CASE WHEN u.withdrawn IS NULL THEN u.raw::text END AS author,
     array_remove(p.in_reply_to_post_id::text || r.refs, NULL) AS refs
   FROM posts p LEFT JOIN users u ON u.id = p.author_id
   LEFT JOIN LATERAL (
@@ -54,13 +59,15 @@ const ROWS_WITH_JSON = `SELECT ${COLUMNS}, r.quoted_id, p.raw::text AS post, u.r
     FROM post_references WHERE post_id = p.id) r ON true
   WHERE p.id = ANY($1::bigint[])`
 
-const JSON_BY_IDS = `SELECT id::text AS id, raw::text AS post FROM posts WHERE id = ANY($1::bigint[])`
+const JSON_BY_IDS = `SELECT id::text AS id, raw::text AS post FROM posts
+  WHERE id = ANY($1::bigint[]) AND withdrawn IS NULL`
 
 /**
  * The export rows of one page of a conversation's tree (docs/api.md §5), in the page's order, in
  * one statement. With `json`, each row carries the Post and its author as stored and the ids of
  * the Posts it references (`json.refs`; `json.referenced` is left for the caller to fill, see
- * readPostsJson). A Post deleted since the tree was read is left out.
+ * readPostsJson). A Post deleted since the tree was read is left out; one X withdrew keeps its
+ * place with `withdrawn` and nothing else of its own (docs/api.md §7).
  */
 export async function readExportRows(
   db: Db,
@@ -75,6 +82,30 @@ export async function readExportRows(
   for (const place of places) {
     const r = byId.get(place.id)
     if (!r) continue
+    if (r.withdrawn !== null) {
+      const row: ExportRow = {
+        id: r.id,
+        depth: place.depth,
+        stored_reply_count: place.reply_count,
+        descendant_count: place.descendant_count,
+        conversation_id: r.conversation_id,
+        author_id: null,
+        author_username: null,
+        created_at: r.created_at,
+        text: '',
+        lang: null,
+        reply_count: null,
+        like_count: null,
+        retweet_count: null,
+        quote_count: null,
+        quoted_id: null,
+        withdrawn: r.withdrawn,
+      }
+      if (place.parent_id !== undefined) row.parent_id = place.parent_id
+      if (place.missing_parent) row.missing_parent = true
+      out.push(row)
+      continue
+    }
     const row: ExportRow = {
       id: r.id,
       depth: place.depth,
@@ -103,7 +134,7 @@ export async function readExportRows(
   return out
 }
 
-/** Posts as stored (JSON text) by id, in one statement; ids not stored are absent. */
+/** Posts as stored (JSON text) by id, in one statement; ids not stored or withdrawn are absent. */
 export async function readPostsJson(db: Db, ids: readonly string[]): Promise<Map<string, string>> {
   if (ids.length === 0) return new Map()
   const rows = await queryRows<{ id: string; post: string }>(db, JSON_BY_IDS, [ids], {

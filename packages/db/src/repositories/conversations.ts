@@ -118,7 +118,8 @@ export async function conversationSummaries(
     db,
     `SELECT x.id::text AS id, coalesce(c.post_count, 0) AS post_count,
        coalesce(c.reply_count, 0) AS reply_count,
-       r.reply_count AS reported_reply_count, r.author_id::text AS root_author_id,
+       r.reply_count AS reported_reply_count,
+       CASE WHEN r.withdrawn IS NULL THEN r.author_id::text END AS root_author_id,
        c.first_created_at, c.last_created_at,
        b.status AS backfill_status, b.source AS backfill_source, b.error AS backfill_error
      FROM unnest($1::bigint[]) AS x(id)

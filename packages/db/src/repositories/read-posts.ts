@@ -6,13 +6,28 @@ import {
   type RawBuilder,
   type SqlBool,
 } from 'kysely'
-import { snowflakeAt, type WirePost, type WireUser } from '@threadline/domain'
+import { snowflakeAt, type Withdrawal, type WirePost, type WireUser } from '@threadline/domain'
 import { queryRows, type Db } from '../connect.js'
 import { FIRST_SNOWFLAKE_ID } from '../partitions.js'
 import type { Database } from '../tables/index.js'
 
 /** A search condition over `posts`, as @threadline/query's compileSql returns. */
 export type PostCondition = (eb: ExpressionBuilder<Database, 'posts'>) => Expression<SqlBool>
+
+/**
+ * `raw` as served (SQL over posts, its columns qualified by `p`, e.g. `p.`): with X's `withheld`
+ * field when the Post is withheld in some countries (docs/api.md §7).
+ */
+export const servedRaw = (p = '') => `CASE WHEN ${p}withheld_in_countries IS NULL THEN ${p}raw
+  ELSE ${p}raw || jsonb_build_object('withheld', jsonb_build_object(
+    'copyright', false, 'country_codes', to_jsonb(${p}withheld_in_countries))) END`
+
+/**
+ * What the read pipeline's rules see of a withdrawal (SQL select items): `deleted`, or
+ * `unavailable` for a hidden Post (the tree's words), and X's reason, which decides a lookup's error.
+ */
+export const withdrawalColumns = (p = '') => `CASE ${p}withdrawn WHEN 'deleted' THEN 'deleted'
+  WHEN 'hidden' THEN 'unavailable' END AS withdrawn, ${p}withdrawn_reason AS withdrawn_reason`
 
 /** The columns the read API shapes Posts from; `raw` carries every field without a column. */
 const POST_COLUMNS = [
@@ -22,7 +37,10 @@ const POST_COLUMNS = [
   'conversation_id',
   'author_id',
   'in_reply_to_user_id',
-  'raw',
+  sql<WirePost>`${sql.raw(servedRaw())}`.as('raw'),
+  sql<Withdrawal | null>`CASE withdrawn WHEN 'deleted' THEN 'deleted'
+    WHEN 'hidden' THEN 'unavailable' END`.as('withdrawn'),
+  'withdrawn_reason',
 ] as const
 
 export type ReadPost = {
@@ -33,6 +51,8 @@ export type ReadPost = {
   author_id: string | null
   in_reply_to_user_id: string | null
   raw: WirePost
+  withdrawn: Withdrawal | null
+  withdrawn_reason: string | null
 }
 
 export type ReadUser = {
@@ -52,13 +72,14 @@ export async function postsByIds(db: Db, ids: readonly string[]): Promise<ReadPo
     .execute()
 }
 
-/** Users by id, in one statement. */
+/** Users by id, in one statement; a user X withdrew is never read (docs/api.md §7). */
 export async function usersByIds(db: Db, ids: readonly string[]): Promise<ReadUser[]> {
   if (ids.length === 0) return []
   return db
     .selectFrom('users')
     .select(['id', 'name', 'username', 'raw'])
     .where('id', '=', sql<string>`any(${sql.val(ids)}::bigint[])`)
+    .where('withdrawn', 'is', null)
     .execute()
 }
 
@@ -70,6 +91,7 @@ export async function usersByUsernames(db: Db, usernames: readonly string[]): Pr
     .selectFrom('users')
     .select(['id', 'name', 'username', 'raw'])
     .where(sql<string>`lower(username)`, '=', sql<string>`any(${sql.val(lowered)}::text[])`)
+    .where('withdrawn', 'is', null)
     .execute()
 }
 
@@ -84,6 +106,9 @@ export async function usersByUsernames(db: Db, usernames: readonly string[]): Pr
 export interface WirePostText {
   id: string
   json: string
+  /** Set when X withdrew it: the rules serve a placeholder or an error instead of `json`. */
+  withdrawn?: Withdrawal
+  withdrawn_reason?: string
 }
 
 const TIME_FORMAT = 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'
@@ -100,6 +125,8 @@ function wireField(field: string): RawBuilder<string | null> {
     case 'in_reply_to_user_id':
       // The column wins; the upstream object speaks for Posts stored without it.
       return sql`coalesce('"' || ${sql.ref(field)} || '"', nullif((raw -> ${key})::text, 'null'))`
+    case 'withheld':
+      return sql`nullif((${sql.raw(servedRaw())} -> ${key})::text, 'null')`
     case 'edit_history_tweet_ids':
       return sql`CASE WHEN jsonb_typeof(raw -> ${key}) = 'array' AND jsonb_array_length(raw -> ${key}) > 0
         THEN (raw -> ${key})::text ELSE '["' || id || '"]' END`
@@ -116,6 +143,9 @@ export function wireColumns(fields: readonly string[]) {
     columns: [
       sql<string>`id`.as('id'),
       sql<string>`text`.as('text'),
+      sql<string | null>`CASE withdrawn WHEN 'deleted' THEN 'deleted'
+        WHEN 'hidden' THEN 'unavailable' END`.as('withdrawn'),
+      sql<string | null>`withdrawn_reason`.as('withdrawn_reason'),
       ...wanted.map((f, i) => wireField(f).as(`f${i}`)),
     ],
   }
@@ -128,7 +158,10 @@ export function wireJson(row: Record<string, unknown>, wanted: readonly string[]
     const value = row[`f${i}`]
     if (typeof value === 'string') json += `,"${wanted[i]}":${value}`
   }
-  return { id, json: json + '}' }
+  const out: WirePostText = { id, json: json + '}' }
+  if (typeof row.withdrawn === 'string') out.withdrawn = row.withdrawn as Withdrawal
+  if (typeof row.withdrawn_reason === 'string') out.withdrawn_reason = row.withdrawn_reason
+  return out
 }
 
 /**
@@ -247,7 +280,11 @@ export function searchQuery(
   condition: PostCondition,
   window: SearchWindow & { beforeId?: string; limit: number },
 ) {
-  let query = windowed(db.selectFrom('posts').where(condition), window)
+  // Withdrawn Posts are never found (docs/api.md §7).
+  let query = windowed(
+    db.selectFrom('posts').where(condition).where('withdrawn', 'is', null),
+    window,
+  )
   if (window.beforeId !== undefined) query = query.where('id', '<', window.beforeId)
   return query.orderBy('id', 'desc').limit(window.limit + 1)
 }
@@ -306,7 +343,8 @@ export async function countPosts(
         sql<Date>`date_trunc(${sql.lit(unit)}, created_at, 'UTC')`.as('bucket'),
         (eb) => eb.fn.countAll<string>().as('n'),
       ])
-      .where(condition),
+      .where(condition)
+      .where('withdrawn', 'is', null),
     window,
   ).groupBy(sql`1`)
   const start = window.startTime.toISOString()

@@ -247,7 +247,8 @@ export async function activityPosts(db: Db, ids: readonly string[]): Promise<Act
         LEFT JOIN users u ON m->>'id' IS NULL AND lower(u.username) = lower(m->>'username')
         WHERE coalesce(m->>'id', u.id::text) ~ '^[0-9]{1,19}$'
       ), '{}') AS mentioned_user_ids
-    FROM posts p WHERE p.id = ANY(${[...ids]}::bigint[])
+    -- A Post withdrawn since it was stored is no activity (docs/api.md §7).
+    FROM posts p WHERE p.id = ANY(${[...ids]}::bigint[]) AND p.withdrawn IS NULL
     ORDER BY p.id`.execute(db)
   return rows
 }

@@ -1,6 +1,6 @@
 import { sql, type RawBuilder } from 'kysely'
 import { queryRows, type Db } from '../connect.js'
-import type { ReadPost } from './read-posts.js'
+import { servedRaw, withdrawalColumns, type ReadPost } from './read-posts.js'
 
 /** One page of Posts newest first by id, and the bounds X's timeline parameters set on it. */
 export interface PostPageWindow {
@@ -22,12 +22,14 @@ export interface PostPageWindow {
 /** The columns the read API shapes Posts from (read-posts' ReadPost), qualified by `p`. */
 export const PAGE_COLUMNS = sql.raw(
   'p.id::text AS id, p.text, p.created_at, p.conversation_id::text AS conversation_id, ' +
-    'p.author_id::text AS author_id, p.in_reply_to_user_id::text AS in_reply_to_user_id, p.raw',
+    'p.author_id::text AS author_id, p.in_reply_to_user_id::text AS in_reply_to_user_id, ' +
+    `${servedRaw('p.')} AS raw, ${withdrawalColumns('p.')}`,
 )
 
 /** The window's conditions on `p` (the Post) and `key` (the column the page is ordered by). */
 export function pageConditions(key: RawBuilder<unknown>, w: PostPageWindow): RawBuilder<unknown> {
-  const parts: RawBuilder<unknown>[] = []
+  // A page never holds a withdrawn Post (docs/api.md §7).
+  const parts: RawBuilder<unknown>[] = [sql`p.withdrawn IS NULL`]
   if (w.beforeId !== undefined) parts.push(sql`${key} < ${w.beforeId}::bigint`)
   if (w.untilId !== undefined) parts.push(sql`${key} < ${w.untilId}::bigint`)
   if (w.sinceId !== undefined) parts.push(sql`${key} > ${w.sinceId}::bigint`)
@@ -38,7 +40,7 @@ export function pageConditions(key: RawBuilder<unknown>, w: PostPageWindow): Raw
     parts.push(sql`NOT EXISTS (SELECT 1 FROM post_references x
       WHERE x.post_id = p.id AND x.type = 'retweeted')`)
   }
-  return parts.length === 0 ? sql`TRUE` : sql.join(parts, sql` AND `)
+  return sql.join(parts, sql` AND `)
 }
 
 /** Runs a page's statement as a named prepared one (its text depends only on which bounds are set). */

@@ -16,7 +16,7 @@ export async function newestUsersByUsernames(
   const { rows } = await sql<ReadUser>`
     SELECT DISTINCT ON (lower(username)) id::text AS id, name, username, raw
     FROM users
-    WHERE lower(username) = any(${lowered}::text[])
+    WHERE lower(username) = any(${lowered}::text[]) AND withdrawn IS NULL
     ORDER BY lower(username), observed_at DESC, id DESC`.execute(db)
   return rows
 }
