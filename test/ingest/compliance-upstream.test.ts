@@ -3,7 +3,7 @@ import { sql } from '@threadline/db'
 import { SweepStore, type ComplianceOptions } from '@threadline/ingest'
 import { createSimulator, type SimPost, type Simulator } from '@threadline/simulator'
 import { createTestEnv, waitFor, type TestEnv } from '@threadline/testing'
-import { storeLines } from '@threadline/testing/api'
+import { startTestServer, storeLines } from '@threadline/testing/api'
 import { fastOptions, startIngest, startWriter } from './harness.js'
 
 /**
@@ -13,11 +13,12 @@ import { fastOptions, startIngest, startWriter } from './harness.js'
  * job and a leader restart).
  */
 const TOKEN = 'sim-token'
-/** From the withdrawal upstream to the Post withdrawn in the store, on a loaded CI box. */
+/** From the withdrawal upstream to the Post unservable through lookup, on a loaded CI box. */
 const DEADLINE_MS = 15_000
 let env: TestEnv
 let sim: Simulator
 let stored: SimPost[]
+let api: Awaited<ReturnType<typeof startTestServer>>
 
 const JOBS: ComplianceOptions = {
   mode: 'jobs',
@@ -42,6 +43,7 @@ beforeAll(async () => {
   await sim.start()
   env.defer(() => sim.close())
   await startWriter(env)
+  api = await startTestServer(env)
   // The world's Posts, stored as the stream would have brought them.
   stored = [...sim.world.newestFirst()].filter((p) => p.kind !== 'retweet').slice(0, 300)
   const lines = stored.map((p) => {
@@ -66,6 +68,20 @@ async function withdrawn(id: string): Promise<string | null> {
   return row?.withdrawn ?? null
 }
 
+/** What Threadline's lookup answers for one id: `served`, or its error's type. */
+async function lookup(id: string): Promise<string> {
+  const res = await api.server.app.inject({
+    method: 'GET',
+    url: `/2/tweets?ids=${id}`,
+    headers: { authorization: `Bearer ${api.token}` },
+  })
+  const body = res.json<{ data?: unknown[]; errors?: Array<{ type: string }> }>()
+  if (body.data?.length) return 'served'
+  return body.errors?.[0]?.type ?? `status ${res.statusCode}`
+}
+const NOT_FOUND = 'https://api.twitter.com/2/problems/resource-not-found'
+const NOT_AUTHORIZED = 'https://api.twitter.com/2/problems/not-authorized-for-resource'
+
 /** A stored Post the world has not withdrawn, of an author nobody withdrew. */
 function untouched(skip: Set<string>): SimPost {
   const w = sim.compliance.withdrawals
@@ -84,15 +100,17 @@ describe('compliance streams (UPSTREAM_COMPLIANCE=stream)', () => {
     )
     await waitFor('eight compliance connections', () => sim.compliance.stats().streams === 8)
     const first = untouched(used)
-    expect(await withdrawn(first.id)).toBeNull()
+    expect(await lookup(first.id)).toBe('served')
     sim.compliance.withdrawals.deletePost(first.id)
     await waitFor(
       'the deleted Post unservable',
-      async () => (await withdrawn(first.id)) === 'deleted',
+      async () => (await lookup(first.id)) === NOT_FOUND,
       {
         timeoutMs: DEADLINE_MS,
       },
     )
+
+    expect(await withdrawn(first.id)).toBe('deleted')
 
     // Deleted while no stream is connected: only the replay after the reconnect brings it.
     const second = untouched(used)
@@ -102,17 +120,19 @@ describe('compliance streams (UPSTREAM_COMPLIANCE=stream)', () => {
     await waitFor('the streams back', () => sim.compliance.stats().streams === 8)
     await waitFor(
       'the Post deleted during the outage unservable',
-      async () => (await withdrawn(second.id)) === 'deleted',
+      async () => (await lookup(second.id)) === NOT_FOUND,
       { timeoutMs: DEADLINE_MS },
     )
+    expect(await withdrawn(second.id)).toBe('deleted')
     // A protected author hides their Posts (X: not authorized).
     const third = untouched(used)
     sim.compliance.withdrawals.apply({ kind: 'user', id: third.authorId, action: 'user_protect' })
     await waitFor(
       'the protected author’s Post unservable',
-      async () => (await withdrawn(third.id)) === 'hidden',
+      async () => (await lookup(third.id)) === NOT_AUTHORIZED,
       { timeoutMs: DEADLINE_MS },
     )
+    expect(await withdrawn(third.id)).toBe('hidden')
     await ingest.close()
   })
 })
@@ -138,16 +158,17 @@ describe('the sweep through batch jobs (UPSTREAM_COMPLIANCE=jobs)', () => {
     const first = await waitForSweep(store, (s) => s.lastFinishedAt !== undefined)
     expect(first.failures).toBe(1)
     expect(first.lastCompleteAt).toBeUndefined()
-    expect(await withdrawn(victim.id)).toBeNull()
+    expect(await lookup(victim.id)).toBe('served')
     const second = await waitForSweep(store, (s) => s.lastCompleteAt !== undefined)
     expect(second.failures).toBe(0)
     await waitFor(
       'the deleted Post unservable',
-      async () => (await withdrawn(victim.id)) === 'deleted',
+      async () => (await lookup(victim.id)) === NOT_FOUND,
       {
         timeoutMs: DEADLINE_MS,
       },
     )
+    expect(await withdrawn(victim.id)).toBe('deleted')
     await ingest.close()
   })
 

@@ -113,7 +113,14 @@ export function createWriter(deps: WriterDeps, options: WriterOptions): Writer {
   // Withdrawals on a worker of their own: a backlog of Posts never holds one back.
   const complianceWorker = createWorker<ComplianceJob, ComplianceJobResult>(
     'compliance',
-    applyComplianceJob({ db, logger: log, metrics }),
+    applyComplianceJob({
+      db,
+      redis,
+      logger: log,
+      metrics,
+      prefix,
+      streamRetentionMs: options.streamRetentionMs,
+    }),
     { connection: redis, prefix, logger: deps.logger },
     { ...options, concurrency: Math.min(2, options.concurrency) },
   )

@@ -1,6 +1,7 @@
 import { applyComplianceEvents, storeBatch, type Db } from '@threadline/db'
 import type { Logger } from '@threadline/logger'
 import type { WriterMetrics } from '@threadline/metrics'
+import { eraseStoredPosts, type Redis } from '@threadline/redis'
 import {
   complianceJobSchema,
   type ComplianceJob,
@@ -10,17 +11,42 @@ import {
 
 export interface ApplyComplianceDeps {
   db: Db
+  redis: Redis
   logger: Logger
   metrics?: WriterMetrics
+  /** The Redis prefix of the `stored` stream, and how long it keeps entries. */
+  prefix: string
+  streamRetentionMs: number
 }
+
+/** Attempts to erase from the `stored` stream before the job gives up on it (see below). */
+const ERASE_ATTEMPTS = 5
 
 /**
  * The `compliance` job: apply the events (one transaction, idempotent: a repeat of the job, or an
- * event seen twice, changes nothing). A job that is not a list of events is kept as a reject.
+ * event seen twice, changes nothing), then erase the Posts it erased from the `stored` stream, the
+ * `backfill_minutes` replay (docs/api.md §7). A job that is not a list of events is kept as a reject.
  */
 export function applyComplianceJob(deps: ApplyComplianceDeps) {
   const { db, metrics } = deps
   const log = deps.logger
+
+  // Retried here, not by the job: a second run of the job erases nothing (its events are logged),
+  // so it could not find these Posts again.
+  const eraseFromStream = async (posts: Parameters<typeof eraseStoredPosts>[2]) => {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await eraseStoredPosts(deps.redis, deps.prefix, posts, deps.streamRetentionMs)
+        return
+      } catch (err) {
+        if (attempt >= ERASE_ATTEMPTS) {
+          log.error({ err, posts: posts.length }, 'could not erase Posts from the stored stream')
+          return
+        }
+        await new Promise((r) => setTimeout(r, 200 * 2 ** attempt))
+      }
+    }
+  }
 
   return async (job: Job<ComplianceJob, ComplianceJobResult>): Promise<ComplianceJobResult> => {
     const parsed = complianceJobSchema.safeParse(job.data)
@@ -35,8 +61,10 @@ export function applyComplianceJob(deps: ApplyComplianceDeps) {
     }
     const { events } = parsed.data
     const started = performance.now()
-    const result = await applyComplianceEvents(db, events)
+    const { applied, repeated, erased } = await applyComplianceEvents(db, events)
+    const result = { applied, repeated }
     const seconds = (performance.now() - started) / 1000
+    if (erased.length > 0) await eraseFromStream(erased)
     const actions: Record<string, number> = {}
     let newestStreamEventAt: number | undefined
     for (const e of events) {
