@@ -133,6 +133,26 @@ describe('compliance streams (UPSTREAM_COMPLIANCE=stream)', () => {
       { timeoutMs: DEADLINE_MS },
     )
     expect(await withdrawn(third.id)).toBe('hidden')
+
+    // An edit: the Post is fetched again through the upstream's lookup and its new text stored.
+    const edited = untouched(used)
+    sim.compliance.withdrawals.apply({
+      kind: 'tweet',
+      id: edited.id,
+      authorId: edited.authorId,
+      action: 'tweet_edit',
+      initialTweetId: edited.id,
+      editTweetIds: [edited.id],
+    })
+    await waitFor(
+      'the edited text stored',
+      async () => {
+        const { rows } = await sql<{ text: string }>`
+          SELECT text FROM posts WHERE id = ${edited.id}::bigint`.execute(env.db)
+        return rows[0]?.text.endsWith('(edited)') === true
+      },
+      { timeoutMs: DEADLINE_MS },
+    )
     await ingest.close()
   })
 })

@@ -141,7 +141,8 @@ export class ComplianceStreams {
                 receivedAt: new Date().toISOString(),
                 length: 1,
               }),
-            logger: this.log.child({ stream: source.name }),
+            // The reader names its component itself; the partition tells its lines apart.
+            logger: deps.logger.child({ stream: `compliance-${source.name}` }),
             options: {
               policy: deps.options.backoff,
               stallMs: deps.options.stallMs,
