@@ -192,6 +192,31 @@ describe('the sweep through batch jobs (UPSTREAM_COMPLIANCE=jobs)', () => {
     await ingest.close()
   })
 
+  it('reverses on a later sweep what X no longer withdraws', async () => {
+    const post = untouched(used)
+    sim.compliance.withdrawals.apply({ kind: 'user', id: post.authorId, action: 'user_protect' })
+    const { ingest } = await startIngest(
+      env,
+      fastOptions(sim.url, {
+        upstreamBearerToken: TOKEN,
+        compliance: { ...JOBS, intervalMs: 1_000 },
+      }),
+    )
+    await waitFor(
+      'the protected author’s Post hidden',
+      async () => (await lookup(post.id)) === NOT_AUTHORIZED,
+      {
+        timeoutMs: DEADLINE_MS,
+      },
+    )
+    sim.compliance.withdrawals.apply({ kind: 'user', id: post.authorId, action: 'user_unprotect' })
+    await waitFor('the Post served again', async () => (await lookup(post.id)) === 'served', {
+      timeoutMs: DEADLINE_MS,
+    })
+    expect(await withdrawn(post.id)).toBeNull()
+    await ingest.close()
+  })
+
   it('a restarted leader continues the sweep where it stopped', async () => {
     const store = new SweepStore(env.redis, env.prefix)
     const options = fastOptions(sim.url, {

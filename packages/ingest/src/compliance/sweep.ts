@@ -9,6 +9,14 @@ import type { UpstreamClient } from '../upstream.js'
 import { downloadResults, uploadIds } from './transfer.js'
 
 type JobType = 'tweets' | 'users'
+
+/** The user event that reverses a withdrawal whose reason a job result no longer gives. */
+const REVERSAL: Record<string, ComplianceEvent['action']> = {
+  protected: 'user_unprotect',
+  suspended: 'user_unsuspend',
+  deactivated: 'user_undelete',
+  deleted: 'user_undelete',
+}
 const TYPES: readonly JobType[] = ['tweets', 'users']
 
 /** The chunk a sweep has a job upstream for: its ids are (afterId, lastId] of its type. */
@@ -162,7 +170,7 @@ export class ComplianceSweep {
         if (!job) break
         const end = await this.await(job, signal)
         if (end === undefined) return // stopped: the job stays in the state for the next leader
-        if (end === 'complete') await this.apply(type, job)
+        if (end === 'complete') await this.apply(type, job, state.afterId)
         else {
           state.failures++
           this.log.warn(
@@ -239,8 +247,12 @@ export class ComplianceSweep {
     return undefined
   }
 
-  /** Downloads a complete job's results and queues them as events. */
-  private async apply(type: JobType, job: ChunkJob): Promise<void> {
+  /**
+   * Downloads a complete job's results and queues them as events, with the reversal of every
+   * withdrawal of the chunk that the results no longer name (X lists only what is withdrawn now:
+   * a user who is no longer protected, or a Post no longer dropped, is simply absent).
+   */
+  private async apply(type: JobType, job: ChunkJob, afterId: string): Promise<void> {
     const receivedAt = new Date().toISOString()
     const lines = await downloadResults(job.downloadUrl)
     const kind = type === 'tweets' ? 'tweet' : 'user'
@@ -251,6 +263,12 @@ export class ComplianceSweep {
         this.deps.metrics?.complianceUnreadable()
         this.log.warn({ job: job.id, error: event.error }, 'unreadable compliance job result')
       } else events.push(event)
+    }
+    const named = new Set(events.map((e) => e.id))
+    for (const { id, reason } of await this.hiddenIn(type, afterId, job.lastId)) {
+      if (named.has(id)) continue
+      const action = kind === 'tweet' ? 'undrop' : REVERSAL[reason ?? '']
+      if (action) events.push({ kind, id, action, eventAt: receivedAt, receivedAt, source: 'job' })
     }
     // Named by the job: a leader that stops after this add and before its state write adds nothing twice.
     if (events.length > 0) await this.deps.producer.add(events, `sweep-${job.id}`)
@@ -269,6 +287,16 @@ export class ComplianceSweep {
       SELECT t.id::text AS id FROM ${table} t WHERE t.id > ${afterId}::bigint ${live}
       ORDER BY t.id LIMIT ${limit}`.execute(this.deps.db)
     return rows.map((r) => r.id)
+  }
+
+  /** The chunk's ids that the store holds hidden (reversible withdrawals), with their reason. */
+  private async hiddenIn(type: JobType, afterId: string, lastId: string) {
+    const table = type === 'tweets' ? sql.table('posts') : sql.table('users')
+    const { rows } = await sql<{ id: string; reason: string | null }>`
+      SELECT t.id::text AS id, t.withdrawn_reason AS reason FROM ${table} t
+      WHERE t.id > ${afterId}::bigint AND t.id <= ${lastId}::bigint
+        AND t.withdrawn = 'hidden'`.execute(this.deps.db)
+    return rows
   }
 
   private async storedIdsUpTo(type: JobType, afterId: string, lastId: string): Promise<string[]> {
