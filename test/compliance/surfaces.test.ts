@@ -8,7 +8,7 @@ import {
 } from '@threadline/api'
 import { applyComplianceEvents, sql, type ComplianceApplied } from '@threadline/db'
 import type { ComplianceEvent } from '@threadline/domain'
-import { eraseStoredPosts } from '@threadline/redis'
+import { eraseStoredPosts, publishStored } from '@threadline/redis'
 import { createTestEnv, waitFor, type TestEnv } from '@threadline/testing'
 import { assertXSchema } from '@threadline/testing/api'
 import type { Writer } from '@threadline/writer'
@@ -162,7 +162,8 @@ beforeAll(async () => {
   // Three batches, three packs in the stored stream: erasing the deleted Post's pack leaves the
   // others to replay.
   await store(env, writer, [root.line, byCarol.line, byDave.line])
-  await store(env, writer, [mid.line])
+  // A cut copy of it beside it, kept as a reject.
+  await store(env, writer, [mid.line, mid.line.slice(0, -40)])
   await store(env, writer, [underMid.line, underCarol.line])
 })
 
@@ -170,7 +171,7 @@ afterAll(() => env?.close())
 
 describe('withdrawn Posts on every surface', () => {
   it('before: the deleted Post is in the database and the stored stream, and found', async () => {
-    expect(await tablesHolding(SECRET)).toEqual(expect.arrayContaining(['posts']))
+    expect(await tablesHolding(SECRET)).toEqual(expect.arrayContaining(['posts', 'ingest_rejects']))
     expect(await redisKeysHolding(SECRET)).toEqual([`${env.prefix}:stored`])
     expect(ids((await get(`/2/tweets/search/recent?query=${SECRET}`)).body)).toEqual([mid.id])
   })
@@ -342,6 +343,44 @@ describe('withdrawn Posts on every surface', () => {
     stream.close()
   })
 
+  it('the live stream does not deliver a Post withdrawn after it was published', async () => {
+    const stream = await openRawStream(api.url(), token, '', env)
+    expect(stream.status).toBe(200)
+    // As a relay publishing late would: a hidden Post and a visible one in one entry.
+    const entry = (line: string) => {
+      const data = (JSON.parse(line) as { data: { id: string } }).data
+      return { type: 'post' as const, id: data.id, body: JSON.stringify({ data }) }
+    }
+    await publishStored(env.redis, env.prefix, [entry(byDave.line), entry(underMid.line)], 600_000)
+    await waitFor('the visible Post delivered', () => stream.messages.length >= 1)
+    expect(stream.messages.map((m) => m.data.id)).toEqual([underMid.id])
+    stream.close()
+  })
+
+  it("withheld Posts and users are served with X's withheld field", async () => {
+    await applyComplianceEvents(env.db, [
+      event({ kind: 'tweet', id: root.id, action: 'withheld', withheldInCountries: ['DE', 'FR'] }),
+      event({ kind: 'user', id: alice.id, action: 'user_withheld', withheldInCountries: ['TR'] }),
+    ])
+    const withheld = { copyright: false, country_codes: ['DE', 'FR'] }
+    // Both hydrations: the JSON text Postgres writes, and the objects (with expansions).
+    const text = await get(`/2/tweets?ids=${root.id}&tweet.fields=withheld`)
+    assertXSchema('Get2TweetsResponse', text.body)
+    expect(text.body.data[0].withheld).toEqual(withheld)
+    const objects = await get(
+      `/2/tweets?ids=${root.id}&tweet.fields=withheld&expansions=author_id&user.fields=withheld`,
+    )
+    assertXSchema('Get2TweetsResponse', objects.body)
+    expect(objects.body.data[0].withheld).toEqual(withheld)
+    expect(objects.body.includes.users[0].withheld).toEqual({
+      country_codes: ['TR'],
+      scope: 'user',
+    })
+    const user = await get(`/2/users/${alice.id}?user.fields=withheld`)
+    assertXSchema('Get2UsersIdResponse', user.body)
+    expect(user.body.data.withheld).toEqual({ country_codes: ['TR'], scope: 'user' })
+  })
+
   it('the un-events show hidden Posts again; the deleted one stays deleted', async () => {
     const again = await applyComplianceEvents(env.db, [
       event({ kind: 'user', id: carol.id, action: 'user_unprotect', eventAt: at(4) }),
@@ -356,6 +395,22 @@ describe('withdrawn Posts on every surface', () => {
     expect(ids((await get(`/2/users?ids=${carol.id}`)).body)).toEqual([carol.id])
     const search = await get(`/2/tweets/search/recent?query=conversation_id:${root.id}`)
     expect(search.body.meta.result_count).toBe(5)
+    const counts = await get(
+      `/2/tweets/counts/recent?query=conversation_id:${root.id}&granularity=day`,
+    )
+    expect(counts.body.meta.total_tweet_count).toBe(5)
+    expect(ids((await get(`/2/users/${dave.id}/tweets`)).body)).toEqual([byDave.id])
+    const tree = await get(`/2/conversations/${root.id}`)
+    expect(tree.body.data.find((p: { id: string }) => p.id === byCarol.id).text).toBe(
+      'carol speaks before she protects her account',
+    )
+    // The replay carries them again (a hidden Post was never erased from it).
+    const replay = await openRawStream(api.url(), token, 'backfill_minutes=5', env)
+    await waitFor('the replay', () => replay.messages.length >= 5)
+    expect(new Set(replay.messages.map((m) => m.data.id as string))).toEqual(
+      new Set([root.id, byCarol.id, byDave.id, underMid.id, underCarol.id]),
+    )
+    replay.close()
     // A copy of the deleted Post arriving again brings nothing back.
     await store(env, writer, [mid.line])
     expect(await tablesHolding(SECRET)).toEqual([])

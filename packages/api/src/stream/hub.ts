@@ -230,15 +230,7 @@ export class StreamHub {
         const items: Array<{ item: StreamPost; rules: string }> = []
         // The replay holds Posts as they were stored: those X withdrew since are left out.
         const posts = [...this.postsOf(page)]
-        const withdrawn = new Set(
-          (
-            await withdrawnAmong(
-              this.deps.db,
-              'tweet',
-              posts.map((p) => p.post.id),
-            )
-          ).map((w) => w.id),
-        )
+        const withdrawn = await this.withdrawnOf(posts, { failOpen: false })
         for (const item of posts) {
           if (withdrawn.has(item.post.id)) continue
           if (sub.conversationId !== undefined) {
@@ -270,6 +262,30 @@ export class StreamHub {
     for (const line of held) {
       if (!sub.conn.send(line)) return
       this.delivered += 1
+    }
+  }
+
+  /**
+   * Of these Posts, those X withdrew since they were published (docs/api.md §7): the live path
+   * checks the instant between a Post's storing and its delivery, the replay minutes of history.
+   * Live, a failed check delivers (the writer publishes no Post withdrawn when stored); a replay
+   * fails instead, and goes on live.
+   */
+  private async withdrawnOf(
+    items: readonly StreamPost[],
+    { failOpen = true }: { failOpen?: boolean } = {},
+  ): Promise<Set<string>> {
+    try {
+      const found = await withdrawnAmong(
+        this.deps.db,
+        'tweet',
+        items.map((i) => i.post.id),
+      )
+      return new Set(found.map((w) => w.id))
+    } catch (err) {
+      if (!failOpen) throw err
+      this.log.warn({ err }, 'checking stream Posts for withdrawals failed; delivering them')
+      return new Set()
     }
   }
 
@@ -344,10 +360,12 @@ export class StreamHub {
     if (deliveries.length === 0) return
 
     const shaped = new Map<string, Map<string, string>>()
-    await Promise.all(
-      [...groups].map(async ([key, g]) => shaped.set(key, await this.shape(g.items, g.sel))),
-    )
+    const [withdrawn] = await Promise.all([
+      this.withdrawnOf(deliveries.map((d) => d.item)),
+      ...[...groups].map(async ([key, g]) => shaped.set(key, await this.shape(g.items, g.sel))),
+    ])
     for (const { item, subs } of deliveries) {
+      if (withdrawn.has(item.post.id)) continue
       for (const [sub, rules] of subs) {
         const message = shaped.get(sub.selKey)!.get(item.post.id)
         if (message === undefined) continue

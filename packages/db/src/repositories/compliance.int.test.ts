@@ -277,3 +277,48 @@ describe('the writer honours withdrawals (events win over content)', () => {
     for (const id of c.ids) expect(await postRow(id)).toMatchObject({ withdrawn: null })
   })
 })
+
+describe('a user deleted, then its Posts', () => {
+  it('keeps the user hidden until the Post deletes come, then erases its profile for good', async () => {
+    const c = generateConversation({
+      size: 2,
+      seed: 4504,
+      users: 1,
+      startMs: Date.UTC(2026, 10, 5),
+    })
+    const author = (JSON.parse(c.lines[0]!) as { data: { author_id: string } }).data.author_id
+    const userId = String(BigInt(author) + 7000n)
+    const lines = c.lines.map((l) => l.replaceAll(`"${author}"`, `"${userId}"`))
+    await storeBatch(env.db, normalizeLines(lines, received), 'test')
+    const profile = async () =>
+      (
+        await sql<{ name: string; withdrawn: string | null }>`
+          SELECT name, withdrawn FROM users WHERE id = ${userId}`.execute(env.db)
+      ).rows[0]
+    await applyComplianceEvents(env.db, [
+      event({
+        kind: 'user',
+        id: userId,
+        action: 'user_delete',
+        eventAt: '2026-11-28T14:00:00.000Z',
+      }),
+    ])
+    expect(await profile()).toEqual({ name: 'User 0', withdrawn: 'hidden' })
+    await applyComplianceEvents(
+      env.db,
+      c.ids.map((id) => event({ id, action: 'delete', eventAt: '2026-11-28T14:01:00.000Z' })),
+    )
+    expect(await profile()).toEqual({ name: '', withdrawn: 'deleted' })
+    // Neither a new copy of the user nor an undelete brings the profile back.
+    await storeBatch(env.db, normalizeLines(lines, '2026-11-28T15:00:00.000Z'), 'test')
+    await applyComplianceEvents(env.db, [
+      event({
+        kind: 'user',
+        id: userId,
+        action: 'user_undelete',
+        eventAt: '2026-11-28T14:02:00.000Z',
+      }),
+    ])
+    expect(await profile()).toEqual({ name: '', withdrawn: 'deleted' })
+  })
+})

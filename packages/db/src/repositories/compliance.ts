@@ -326,7 +326,10 @@ async function applyPostStates(
     UNION ALL SELECT NULL, conversation_id::text, NULL FROM hidden_placed
     UNION ALL SELECT NULL, conversation_id::text, NULL FROM shown`.execute(trx)
   const erased = rows.flatMap((r) => (r.erased_id ? [r.erased_id] : []))
-  if (erased.length > 0) await eraseWebhookBodies(trx, erased)
+  if (erased.length > 0) {
+    await eraseCopies(trx, erased)
+    await eraseDeletedAuthors(trx, erased)
+  }
   return {
     conversations: rows.flatMap((r) => (r.conversation_id ? [r.conversation_id] : [])),
     erased: rows.flatMap((r) =>
@@ -338,13 +341,31 @@ async function applyPostStates(
 }
 
 /**
- * Webhook events waiting or parked hold the Posts they carry as text: one that carries an erased
- * Post goes (a reply's event that includes it too), so its content is in no row afterwards.
+ * A user X deleted (user_delete) whose Posts' deletes now come is gone for good: its profile is
+ * erased too (name, username and raw but the id), and it stays so (users.withdrawn 'deleted').
+ * Until then user_undelete may still bring the account back.
  */
-async function eraseWebhookBodies(trx: Trx, ids: readonly string[]): Promise<void> {
+async function eraseDeletedAuthors(trx: Trx, postIds: readonly string[]): Promise<void> {
+  await sql`
+    UPDATE users u SET name = '', username = '', raw = jsonb_build_object('id', u.id::text),
+      withheld_in_countries = NULL, withdrawn = 'deleted', updated_at = now()
+    WHERE u.withdrawn = 'hidden' AND u.withdrawn_reason IN ('deactivated', 'deleted')
+      AND u.id IN (SELECT l.author_id FROM compliance_log l
+        WHERE l.kind = 'tweet' AND l.action = 'delete' AND l.target_id = ANY(${postIds}::bigint[]))`.execute(
+    trx,
+  )
+}
+
+/**
+ * Other rows that hold a Post as text: webhook events waiting or parked (a reply's event that
+ * includes it too) and lines kept as rejects. One that names an erased Post goes, so its content
+ * is in no row afterwards. Each is a scan of a table that is small in a healthy deployment.
+ */
+async function eraseCopies(trx: Trx, ids: readonly string[]): Promise<void> {
   const patterns = ids.map((id) => `%"id":"${id}"%`)
   await sql`DELETE FROM webhook_deliveries WHERE body LIKE ANY(${patterns}::text[])`.execute(trx)
   await sql`DELETE FROM webhook_failures WHERE body LIKE ANY(${patterns}::text[])`.execute(trx)
+  await sql`DELETE FROM ingest_rejects WHERE raw LIKE ANY(${patterns}::text[])`.execute(trx)
 }
 
 /** Withheld countries (the latest event of each Post or user wins) and geo scrubbing. */
@@ -497,7 +518,10 @@ export async function withdrawnAmong(
   }>`
     SELECT t.id::text, t.withdrawn, t.withdrawn_reason AS reason, t.withdrawn_at AS at
     FROM ${table} t
-    WHERE t.id = ANY(${valid}::bigint[]) AND t.withdrawn IS NOT NULL
+    -- The array as an init-plan parameter, not a constant: with a constant the planner prunes
+    -- partitions id by id (for 20,000 ids it planned longer than it ran); this way each
+    -- partition's index is probed at run time.
+    WHERE t.id = ANY((SELECT ${valid}::bigint[])::bigint[]) AND t.withdrawn IS NOT NULL
     ORDER BY t.id`.execute(db)
   return rows.map((r) => ({
     id: r.id,

@@ -55,6 +55,14 @@ export type ReadPost = {
   withdrawn_reason: string | null
 }
 
+/**
+ * A user's `raw` as served (SQL over users): with X's `withheld` field when the user is withheld
+ * in some countries (docs/api.md §7).
+ */
+export const servedUserRaw = `CASE WHEN withheld_in_countries IS NULL THEN raw
+  ELSE raw || jsonb_build_object('withheld', jsonb_build_object(
+    'country_codes', to_jsonb(withheld_in_countries), 'scope', 'user')) END`
+
 export type ReadUser = {
   id: string
   name: string
@@ -77,7 +85,7 @@ export async function usersByIds(db: Db, ids: readonly string[]): Promise<ReadUs
   if (ids.length === 0) return []
   return db
     .selectFrom('users')
-    .select(['id', 'name', 'username', 'raw'])
+    .select(['id', 'name', 'username', sql<WireUser>`${sql.raw(servedUserRaw)}`.as('raw')])
     .where('id', '=', sql<string>`any(${sql.val(ids)}::bigint[])`)
     .where('withdrawn', 'is', null)
     .execute()
@@ -89,7 +97,7 @@ export async function usersByUsernames(db: Db, usernames: readonly string[]): Pr
   const lowered = usernames.map((u) => u.toLowerCase())
   return db
     .selectFrom('users')
-    .select(['id', 'name', 'username', 'raw'])
+    .select(['id', 'name', 'username', sql<WireUser>`${sql.raw(servedUserRaw)}`.as('raw')])
     .where(sql<string>`lower(username)`, '=', sql<string>`any(${sql.val(lowered)}::text[])`)
     .where('withdrawn', 'is', null)
     .execute()

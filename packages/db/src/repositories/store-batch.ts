@@ -103,9 +103,11 @@ const STORE_BATCH = `
   -- batch changes meanwhile ends as if that batch had committed after this one.
   users_to_write AS (
     SELECT n.* FROM users_in n LEFT JOIN users_before o ON o.id = n.id
-    WHERE o.id IS NULL OR (o.observed_at < n.observed_at AND (
-      o.name <> n.name OR o.username <> n.username
-      OR o.observed_at < n.observed_at - $8::interval))
+    -- A user X deleted for good keeps no profile (docs/api.md §7).
+    WHERE o.id IS NULL OR (o.withdrawn IS DISTINCT FROM 'deleted'
+      AND o.observed_at < n.observed_at AND (
+        o.name <> n.name OR o.username <> n.username
+        OR o.observed_at < n.observed_at - $8::interval))
   ),
   users_written AS (
     INSERT INTO users AS u (id, name, username, raw, observed_at)
@@ -113,7 +115,7 @@ const STORE_BATCH = `
     ON CONFLICT (id) DO UPDATE SET
       name = excluded.name, username = excluded.username, raw = excluded.raw,
       observed_at = excluded.observed_at, updated_at = now()
-    WHERE u.observed_at < excluded.observed_at
+    WHERE u.observed_at < excluded.observed_at AND u.withdrawn IS DISTINCT FROM 'deleted'
     RETURNING u.id, u.name, u.username, (xmax = 0) AS inserted
   ),
 
@@ -135,6 +137,9 @@ const STORE_BATCH = `
   ),
   -- 2a. Withdrawals (docs/api.md §7): a new Post whose author X withdrew is stored hidden, with
   -- the author's reason; a stored Post keeps its state (see posts_written).
+  -- @NOTE read on this statement's snapshot: an author withdrawn by a compliance transaction
+  -- that commits while this statement runs is not seen here, nor is this Post by that
+  -- transaction's update of the author's Posts (a window of one statement's duration).
   authors_withdrawn AS (
     SELECT a.id, a.withdrawn_reason, a.withdrawn_at FROM users a
     WHERE a.withdrawn IS NOT NULL AND a.id IN (SELECT author_id FROM posts_in)
