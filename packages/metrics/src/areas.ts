@@ -110,12 +110,14 @@ export function writerMetrics(registry: Registry): WriterMetrics {
   let newestStreamEvent: number | undefined
   new Gauge({
     name: 'threadline_writer_compliance_stream_lag_seconds',
-    help: 'Now less the newest event_at applied from the compliance streams (absent until one is)',
+    help: 'Now less the newest event_at applied from the compliance streams (NaN until one is)',
     registers,
     collect() {
-      if (newestStreamEvent !== undefined) {
-        this.set(Math.max(0, (Date.now() - newestStreamEvent) / 1000))
-      }
+      this.set(
+        newestStreamEvent === undefined
+          ? NaN
+          : Math.max(0, (Date.now() - newestStreamEvent) / 1000),
+      )
     },
   })
   for (const action of ['delete', 'user_protect', 'user_suspend', 'user_delete']) {
