@@ -193,6 +193,8 @@ export interface IngestMetrics {
   windowRecovered(how: 'backfill_minutes' | 'search', posts: number, closeSeconds: number): void
   /** Compliance events queued for the writer, by source (stream, job). */
   complianceQueued(source: string, events: number): void
+  /** Feed every compliance stream reader's events here (connections and reconnects by cause). */
+  complianceStreamEvent(e: IngestStreamEvent): void
   /** A compliance stream line or job result line that is not an event the ingest can read. */
   complianceUnreadable(): void
   /** A batch compliance job of a sweep ended: complete, or failed, expired, timeout (retried next sweep). */
@@ -273,6 +275,17 @@ export function ingestMetrics(registry: Registry): IngestMetrics {
     labelNames: ['source'] as const,
     registers,
   })
+  const complianceConnects = new Counter({
+    name: 'threadline_ingest_compliance_stream_connects_total',
+    help: 'Successful connections to a partition of the upstream compliance streams',
+    registers,
+  })
+  const complianceReconnects = new Counter({
+    name: 'threadline_ingest_compliance_reconnects_total',
+    help: 'Compliance stream disconnections followed by a reconnect, by cause',
+    labelNames: ['cause'] as const,
+    registers,
+  })
   const complianceUnreadable = new Counter({
     name: 'threadline_ingest_compliance_unreadable_total',
     help: 'Compliance stream lines or job result lines that were not a readable event',
@@ -301,6 +314,11 @@ export function ingestMetrics(registry: Registry): IngestMetrics {
   return {
     complianceQueued: (source, n) =>
       complianceQueued.inc({ source: source === 'stream' ? 'stream' : 'job' }, n),
+    complianceStreamEvent(e) {
+      if (e.type === 'connected') complianceConnects.inc()
+      else if (e.type === 'disconnected') complianceReconnects.inc({ cause: reconnectCause(e) })
+      else complianceUnreadable.inc()
+    },
     complianceUnreadable: () => complianceUnreadable.inc(),
     complianceJobEnded: (end) => complianceJobs.inc({ end }),
     complianceSweep(fn) {

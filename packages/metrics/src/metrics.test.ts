@@ -274,6 +274,17 @@ describe('compliance metrics', () => {
     const age = await value(m, 'threadline_ingest_compliance_sweep_age_seconds')
     expect(age).toBeGreaterThanOrEqual(3_600)
     expect(age).toBeLessThan(3_660)
+    i.complianceStreamEvent({ type: 'connected' })
+    i.complianceStreamEvent({
+      type: 'disconnected',
+      reason: 'stream ended',
+      failure: { kind: 'network' },
+    })
+    expect(await value(m, 'threadline_ingest_compliance_stream_connects_total')).toBe(1)
+    expect(
+      await value(m, 'threadline_ingest_compliance_reconnects_total', { cause: 'ended' }),
+    ).toBe(1)
+    expect(await value(m, 'threadline_ingest_reconnects_total', { cause: 'ended' })).toBeUndefined()
     i.complianceJobEnded('expired')
     expect(await value(m, 'threadline_ingest_compliance_jobs_total', { end: 'expired' })).toBe(1)
   })

@@ -130,27 +130,27 @@ export class ComplianceStreams {
           deps,
           ledSince,
         )
-        this.readers.push(
-          new StreamReader({
-            upstream: source,
-            recovery: source,
-            sink: (line) =>
-              this.batcher.add({
-                line,
-                stream: source.name,
-                receivedAt: new Date().toISOString(),
-                length: 1,
-              }),
-            // The reader names its component itself; the partition tells its lines apart.
-            logger: deps.logger.child({ stream: `compliance-${source.name}` }),
-            options: {
-              policy: deps.options.backoff,
-              stallMs: deps.options.stallMs,
-              backfillMinutes: BACKFILL_MINUTES,
-              noRulesRetryMs: deps.options.noRulesRetryMs,
-            },
-          }),
-        )
+        const reader = new StreamReader({
+          upstream: source,
+          recovery: source,
+          sink: (line) =>
+            this.batcher.add({
+              line,
+              stream: source.name,
+              receivedAt: new Date().toISOString(),
+              length: 1,
+            }),
+          // The reader names its component itself; the partition tells its lines apart.
+          logger: deps.logger.child({ stream: `compliance-${source.name}` }),
+          options: {
+            policy: deps.options.backoff,
+            stallMs: deps.options.stallMs,
+            backfillMinutes: BACKFILL_MINUTES,
+            noRulesRetryMs: deps.options.noRulesRetryMs,
+          },
+        })
+        reader.onEvent((e) => deps.metrics?.complianceStreamEvent(e))
+        this.readers.push(reader)
       }
     }
   }
