@@ -166,11 +166,11 @@ export class ComplianceSweep {
       }
       for (;;) {
         if (signal.aborted) return
-        const job = state.job ?? (await this.startJob(state))
+        const job = state.job ?? (await this.startJob(state, signal))
         if (!job) break
         const end = await this.await(job, signal)
         if (end === undefined) return // stopped: the job stays in the state for the next leader
-        if (end === 'complete') await this.apply(type, job, state.afterId)
+        if (end === 'complete') await this.apply(type, job, state.afterId, signal)
         else {
           state.failures++
           this.log.warn(
@@ -196,12 +196,13 @@ export class ComplianceSweep {
   }
 
   /** The next chunk of stored ids after `afterId`, created upstream and uploaded; none left: undefined. */
-  private async startJob(state: SweepState): Promise<ChunkJob | undefined> {
+  private async startJob(state: SweepState, signal: AbortSignal): Promise<ChunkJob | undefined> {
     const ids = await this.storedIds(state.type, state.afterId, this.deps.options.jobMaxIds)
     if (ids.length === 0) return undefined
     const created = await this.deps.upstream.createComplianceJob(
       state.type,
       `threadline-${state.type}-after-${state.afterId}`.slice(0, 64),
+      signal,
     )
     const job: ChunkJob = {
       id: created.id,
@@ -213,7 +214,7 @@ export class ComplianceSweep {
     // Recorded before the upload: a new leader finds the job and uploads again if it must.
     state.job = job
     await this.deps.store.write(state)
-    await uploadIds(job.uploadUrl, ids)
+    await uploadIds(job.uploadUrl, ids, signal)
     return job
   }
 
@@ -238,7 +239,7 @@ export class ComplianceSweep {
         uploadChecked = true
         const state = await this.deps.store.read()
         const ids = await this.storedIdsUpTo(state.type, state.afterId, job.lastId)
-        await uploadIds(job.uploadUrl, ids)
+        await uploadIds(job.uploadUrl, ids, signal)
       }
       if (Date.now() > deadline) return 'timeout'
       await sleep(wait, signal)
@@ -252,9 +253,14 @@ export class ComplianceSweep {
    * withdrawal of the chunk that the results no longer name (X lists only what is withdrawn now:
    * a user who is no longer protected, or a Post no longer dropped, is simply absent).
    */
-  private async apply(type: JobType, job: ChunkJob, afterId: string): Promise<void> {
+  private async apply(
+    type: JobType,
+    job: ChunkJob,
+    afterId: string,
+    signal: AbortSignal,
+  ): Promise<void> {
     const receivedAt = new Date().toISOString()
-    const lines = await downloadResults(job.downloadUrl)
+    const lines = await downloadResults(job.downloadUrl, signal)
     const kind = type === 'tweets' ? 'tweet' : 'user'
     const events: ComplianceEvent[] = []
     for (const line of lines) {
