@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import { sql } from '@threadline/db'
-import { SweepStore, type ComplianceOptions } from '@threadline/ingest'
+import { ComplianceMarks, SweepStore, type ComplianceOptions } from '@threadline/ingest'
 import { createSimulator, type SimPost, type Simulator } from '@threadline/simulator'
 import { createTestEnv, waitFor, type TestEnv } from '@threadline/testing'
 import { startTestServer, storeLines } from '@threadline/testing/api'
@@ -124,6 +124,29 @@ describe('compliance streams (UPSTREAM_COMPLIANCE=stream)', () => {
       { timeoutMs: DEADLINE_MS },
     )
     expect(await withdrawn(second.id)).toBe('deleted')
+
+    // A gap longer than backfill_minutes (the marks ten minutes old, the event eight): only a
+    // replay by start_time from the mark brings it.
+    const late = untouched(used)
+    sim.faults.failNext(8, { status: 503, route: 'compliance' })
+    sim.compliance.dropStreams()
+    const tenMinutesAgo = String(Date.now() - 10 * 60_000)
+    const marks = new ComplianceMarks(env.redis, env.prefix)
+    for (const kind of ['tweet', 'user']) {
+      for (const p of [1, 2, 3, 4]) await env.redis.hset(marks.key, `${kind}-${p}`, tenMinutesAgo)
+    }
+    sim.compliance.withdrawals.apply({
+      kind: 'tweet',
+      id: late.id,
+      authorId: late.authorId,
+      action: 'delete',
+      eventAt: new Date(Date.now() - 8 * 60_000).toISOString(),
+    })
+    await waitFor(
+      'the Post deleted before the mark’s window unservable',
+      async () => (await lookup(late.id)) === NOT_FOUND,
+      { timeoutMs: DEADLINE_MS },
+    )
     // A protected author hides their Posts (X: not authorized).
     const third = untouched(used)
     sim.compliance.withdrawals.apply({ kind: 'user', id: third.authorId, action: 'user_protect' })

@@ -38,7 +38,7 @@ export interface JobResult {
 }
 
 export interface Withdrawals {
-  /** Events in the order they happened (the newest EVENT_LIMIT). */
+  /** Events kept, in event_at order (the newest EVENT_LIMIT). */
   readonly size: number
   /** Events of `kind` whose event_at is in [fromMs, toMs), oldest first. */
   between(kind: 'tweet' | 'user', fromMs: number, toMs?: number): WithdrawalEvent[]
@@ -115,7 +115,10 @@ export function createWithdrawals(world: World, seed: number): Withdrawals {
       else if (e.action === 'user_undelete') s.deletedAt = undefined
       else if (e.action === 'user_withheld') s.withheld = e.withheldInCountries
     }
-    events.push(e)
+    // Kept in event_at order (an event may be dated back): replays bisect on it.
+    let at = events.length
+    while (at > 0 && events[at - 1]!.eventAt > e.eventAt) at--
+    events.splice(at, 0, e)
     if (events.length > EVENT_LIMIT) events.splice(0, events.length - EVENT_LIMIT)
     for (const fn of listeners) fn(e)
     return e

@@ -12,7 +12,7 @@ return 1`
  * Redis like the filtered stream's mark (stream-mark.ts), so a new leader replays from it.
  */
 export class ComplianceMarks {
-  private readonly key: string
+  readonly key: string
 
   constructor(
     private readonly redis: Redis,
