@@ -1,5 +1,6 @@
 import type { Queue } from 'bullmq'
 import {
+  scriptCommand,
   throwFirstError,
   type Redis,
   tailStream,
@@ -150,4 +151,53 @@ export function readActivity(
     logger,
     onEntries: (raw) => onEntries(toEntries(raw)),
   })
+}
+
+/**
+ * Deleting from the activity stream the events that carry a Post X withdrew: ARGV[1] the first
+ * stream id, then the texts to look for in an event's body. Scanned in Redis, so no body travels.
+ * Returns how many events were deleted.
+ */
+const ERASE_ACTIVITY = `
+local gone = 0
+local start = ARGV[1]
+while true do
+  local entries = redis.call('XRANGE', KEYS[1], start, '+', 'COUNT', 500)
+  if #entries == 0 then break end
+  for _, entry in ipairs(entries) do
+    local fields = entry[2]
+    for j = 1, #fields, 2 do
+      if fields[j] == 'body' then
+        for k = 2, #ARGV do
+          if string.find(fields[j + 1], ARGV[k], 1, true) then
+            gone = gone + redis.call('XDEL', KEYS[1], entry[1])
+            break
+          end
+        end
+      end
+    end
+  end
+  if #entries < 500 then break end
+  start = '(' .. entries[#entries][1]
+end
+return gone
+`
+
+/**
+ * Removes from the activity stream (what `backfill_minutes` replays to activity streams) every
+ * event that carries one of these Posts (docs/api.md §7). Posts stored before the stream's
+ * retention are skipped; the scan starts at the oldest one's store time.
+ */
+export async function eraseActivityPosts(
+  redis: Redis,
+  prefix: string,
+  posts: ReadonlyArray<{ id: string; storedAt: Date | string }>,
+  retentionMs: number,
+): Promise<number> {
+  const oldest = Date.now() - retentionMs
+  const kept = posts.filter((p) => new Date(p.storedAt).getTime() >= oldest - 60_000)
+  if (kept.length === 0) return 0
+  const from = Math.max(0, Math.min(...kept.map((p) => new Date(p.storedAt).getTime())) - 1_000)
+  const erase = scriptCommand<number>(redis, 'threadlineEraseActivity', ERASE_ACTIVITY)
+  return erase(activityStreamKey(prefix), `${from}-0`, ...kept.map((p) => `"id":"${p.id}"`))
 }

@@ -1,4 +1,6 @@
 import type { FastifyInstance } from 'fastify'
+import { withdrawnAmong, type Db } from '@threadline/db'
+import { isId } from '@threadline/domain'
 import { activityStreamKey, readActivity, type ActivityReader } from '@threadline/queue'
 import { createConnectionSlots, type Redis } from '@threadline/redis'
 import type { ActivityApiOptions } from '../activity/options.js'
@@ -91,7 +93,10 @@ export function registerActivityStreamRoute(
         replayed.delete(conn)
       })
       try {
-        const past = await backfillActivity(deps.redis, deps.prefix, appId, backfill * 60_000)
+        const past = await withoutWithdrawn(
+          ctx.readDb,
+          await backfillActivity(deps.redis, deps.prefix, appId, backfill * 60_000),
+        )
         for (const body of past) if (!conn.send(body)) break
         // Live events published during the read, or still behind a lagging reader, are in
         // the window too: each is sent once.
@@ -105,6 +110,29 @@ export function registerActivityStreamRoute(
     }
     return undefined
   })
+}
+
+/** The Post an event line carries (`data.payload.id` of a Post event), if any. */
+function postOf(body: string): string | undefined {
+  try {
+    const parsed = JSON.parse(body) as {
+      data?: { event_type?: unknown; payload?: { id?: unknown } }
+    }
+    const type = parsed.data?.event_type
+    const id = parsed.data?.payload?.id
+    return typeof type === 'string' && type.startsWith('post.') && isId(id) ? id : undefined
+  } catch {
+    return undefined
+  }
+}
+
+/** A replay never carries a Post X withdrew since its event was published (docs/api.md §7). */
+export async function withoutWithdrawn(db: Db, bodies: string[]): Promise<string[]> {
+  const posts = bodies.map(postOf)
+  const ids = [...new Set(posts.flatMap((id) => (id ? [id] : [])))]
+  if (ids.length === 0) return bodies
+  const withdrawn = new Set((await withdrawnAmong(db, 'tweet', ids)).map((w) => w.id))
+  return bodies.filter((_, i) => !withdrawn.has(posts[i] ?? ''))
 }
 
 /**

@@ -29,9 +29,29 @@ export async function up(db: Kysely<any>): Promise<void> {
       UNIQUE (kind, target_id, action, event_at)
     )`.execute(db)
   await sql`CREATE INDEX compliance_log_event_at_idx ON compliance_log (event_at)`.execute(db)
+
+  // The writer's statement stores a new Post of a withdrawn author hidden, as its snapshot shows
+  // the author. An author withdrawn by a compliance transaction that commits while that statement
+  // runs is not in its snapshot, and that transaction's update of the author's Posts does not see
+  // the new Post. A trigger's query takes a fresh snapshot, at the statement's end: it hides them.
+  await sql`
+    CREATE FUNCTION posts_hide_withdrawn_authors() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+      UPDATE posts p SET withdrawn = 'hidden', withdrawn_reason = u.withdrawn_reason,
+        withdrawn_at = u.withdrawn_at
+      FROM stored_posts s JOIN users u ON u.id = s.author_id
+      WHERE p.id = s.id AND p.withdrawn IS NULL AND u.withdrawn IS NOT NULL;
+      RETURN NULL;
+    END $$`.execute(db)
+  await sql`
+    CREATE TRIGGER posts_withdrawn_authors_insert
+    AFTER INSERT ON posts REFERENCING NEW TABLE AS stored_posts
+    FOR EACH STATEMENT EXECUTE FUNCTION posts_hide_withdrawn_authors()`.execute(db)
 }
 
 export async function down(db: Kysely<any>): Promise<void> {
+  await sql`DROP TRIGGER IF EXISTS posts_withdrawn_authors_insert ON posts`.execute(db)
+  await sql`DROP FUNCTION IF EXISTS posts_hide_withdrawn_authors()`.execute(db)
   await sql`DROP TABLE IF EXISTS compliance_log`.execute(db)
   for (const table of ['posts', 'users']) {
     await sql`

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { sql } from 'kysely'
-import { generateConversation, createTestEnv, type TestEnv } from '@threadline/testing'
+import { generateConversation, createTestEnv, waitFor, type TestEnv } from '@threadline/testing'
 import { normalizeLines, type ComplianceEvent } from '@threadline/domain'
 import { storeBatch } from './store-batch.js'
 import { applyComplianceEvents, complianceLogPage, withdrawnAmong } from './compliance.js'
@@ -12,6 +12,7 @@ beforeAll(async () => {
 afterAll(() => env?.close())
 
 const received = '2026-11-28T12:00:00.000Z'
+const later = '2026-11-28T12:30:00.000Z'
 const event = (
   e: Partial<ComplianceEvent> & Pick<ComplianceEvent, 'id' | 'action'>,
 ): ComplianceEvent => ({
@@ -206,7 +207,6 @@ describe('the writer honours withdrawals (events win over content)', () => {
     padding: true,
     startMs: Date.UTC(2026, 10, 2),
   })
-  const later = '2026-11-28T12:30:00.000Z'
 
   it('a Post deleted before it is stored stays an erased placeholder when its content comes', async () => {
     const id = conv.ids[3]!
@@ -320,5 +320,84 @@ describe('a user deleted, then its Posts', () => {
       }),
     ])
     expect(await profile()).toEqual({ name: '', withdrawn: 'deleted' })
+  })
+})
+
+describe('an author withdrawn while the writer stores', () => {
+  it('a new Post of the author is hidden even though the statement began before', async () => {
+    const c = generateConversation({
+      size: 2,
+      seed: 4505,
+      users: 1,
+      startMs: Date.UTC(2026, 10, 6),
+    })
+    const author = (JSON.parse(c.lines[0]!) as { data: { author_id: string } }).data.author_id
+    const userId = String(BigInt(author) + 9000n)
+    const lines = c.lines.map((l) => l.replaceAll(`"${author}"`, `"${userId}"`))
+    await storeBatch(env.db, normalizeLines([lines[0]!], received), 'test')
+    // A compliance transaction that has withdrawn the author (and hidden its stored Posts), not
+    // committed yet.
+    const { default: pg } = await import('pg')
+    const other = new pg.Client({ connectionString: env.databaseUrl })
+    await other.connect()
+    try {
+      await other.query('BEGIN')
+      await other.query(
+        `UPDATE users SET withdrawn = 'hidden', withdrawn_reason = 'protected',
+           withdrawn_at = now() WHERE id = $1`,
+        [userId],
+      )
+      await other.query(
+        `UPDATE posts SET withdrawn = 'hidden', withdrawn_reason = 'protected'
+         WHERE author_id = $1`,
+        [userId],
+      )
+      // The writer's statement starts now (its snapshot without the withdrawal) and, carrying the
+      // author renamed, waits on the author's row until the compliance transaction commits.
+      const renamed = lines[1]!.replaceAll('"User 0"', '"User 0 renamed"')
+      const storing = storeBatch(env.db, normalizeLines([renamed], later), 'test')
+      await waitFor('the writer waiting on the author', async () => {
+        const { rows } = await sql<{ n: string }>`SELECT count(*) AS n FROM pg_stat_activity
+          WHERE datname = current_database() AND wait_event_type = 'Lock'`.execute(env.db)
+        return Number(rows[0]!.n) > 0
+      })
+      await other.query('COMMIT')
+      const stored = await storing
+      expect(stored.inserted).toBe(1)
+      expect(await postRow(c.ids[1]!)).toMatchObject({
+        withdrawn: 'hidden',
+        withdrawn_reason: 'protected',
+      })
+    } finally {
+      await other.end()
+    }
+  })
+})
+
+describe('scrub_geo before a copy arrives', () => {
+  it("stores the author's Posts up to the id without geo, later ones with it", async () => {
+    const c = generateConversation({
+      size: 3,
+      seed: 4506,
+      users: 1,
+      startMs: Date.UTC(2026, 10, 7),
+    })
+    const author = (JSON.parse(c.lines[0]!) as { data: { author_id: string } }).data.author_id
+    const userId = String(BigInt(author) + 11000n)
+    const lines = c.lines.map((l) => {
+      const parsed = JSON.parse(l.replaceAll(`"${author}"`, `"${userId}"`)) as {
+        data: Record<string, unknown>
+      }
+      parsed.data.geo = { place_id: 'abc123' }
+      return JSON.stringify(parsed)
+    })
+    await applyComplianceEvents(env.db, [
+      event({ kind: 'user', id: userId, action: 'scrub_geo', upToTweetId: c.ids[1]! }),
+    ])
+    await storeBatch(env.db, normalizeLines(lines, received), 'test')
+    const geo = async (id: string) => (await postRow(id))!.raw.geo
+    expect(await geo(c.ids[0]!)).toBeUndefined()
+    expect(await geo(c.ids[1]!)).toBeUndefined()
+    expect(await geo(c.ids[2]!)).toEqual({ place_id: 'abc123' })
   })
 })

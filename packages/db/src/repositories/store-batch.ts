@@ -132,17 +132,26 @@ const STORE_BATCH = `
       (raw->'public_metrics'->>'quote_count')::numeric::integer AS quote_count,
       (raw->'public_metrics'->>'bookmark_count')::numeric::integer AS bookmark_count,
       (raw->'public_metrics'->>'impression_count')::numeric::bigint AS impression_count,
-      coalesce(search_terms, '{}') AS search_terms, raw, observed_at, included
+      coalesce(search_terms, '{}') AS search_terms,
+      -- A Post whose author X geo-scrubbed up to its id or later is stored without geo
+      -- (docs/api.md §7); looked up only for the rare Post that has geo.
+      CASE WHEN raw ? 'geo' AND EXISTS (SELECT 1 FROM compliance_log l
+          WHERE l.kind = 'user' AND l.target_id = (raw->>'author_id')::bigint
+            AND l.action = 'scrub_geo'
+            AND (l.detail->>'up_to_tweet_id')::bigint >= (raw->>'id')::bigint)
+        THEN raw - 'geo' ELSE raw END AS raw,
+      observed_at, included
     FROM post_input
   ),
   -- 2a. Withdrawals (docs/api.md §7): a new Post whose author X withdrew is stored hidden, with
   -- the author's reason; a stored Post keeps its state (see posts_written).
-  -- @NOTE read on this statement's snapshot: an author withdrawn by a compliance transaction
-  -- that commits while this statement runs is not seen here, nor is this Post by that
-  -- transaction's update of the author's Posts (a window of one statement's duration).
+  -- Read on this statement's snapshot: an author withdrawn by a compliance transaction that
+  -- commits meanwhile is caught by a trigger (the compliance migration).
   authors_withdrawn AS (
     SELECT a.id, a.withdrawn_reason, a.withdrawn_at FROM users a
-    WHERE a.withdrawn IS NOT NULL AND a.id IN (SELECT author_id FROM posts_in)
+    -- From post_input, so that posts_in keeps one reader and is not materialized.
+    WHERE a.withdrawn IS NOT NULL
+      AND a.id IN (SELECT (raw->>'author_id')::bigint FROM post_input)
   ),
   -- A copy seen only in another Post's includes is a metrics refresh: it replaces a stored row
   -- only past the refresh interval. Primary copies always apply.
