@@ -2,9 +2,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createDb, sql } from '@threadline/db'
 import type { ComplianceEvent } from '@threadline/domain'
 import {
+  activityStreamKey,
   addComplianceBatch,
   addPostsBatch,
   createQueue,
+  publishActivity,
   type ComplianceJob,
   type PostsJob,
 } from '@threadline/queue'
@@ -14,7 +16,7 @@ import { createWriter } from '../writer.js'
 
 /**
  * The writer's `compliance` job: events queued by the ingest are applied, a deleted Post's content
- * leaves the `stored` stream (the `backfill_minutes` replay), and a job that is not a list of
+ * leaves the `stored` and activity streams (the `backfill_minutes` replays), and a job that is not a list of
  * events is kept as a reject rather than retried.
  */
 let env: TestEnv
@@ -67,13 +69,16 @@ async function inStream(id: string): Promise<boolean> {
 }
 
 describe('the compliance job', () => {
-  it('erases a deleted Post in Postgres and in the stored stream', async () => {
+  it('erases a deleted Post in Postgres and in the stored and activity streams', async () => {
     await addPostsBatch(posts, env.redis, env.prefix, {
       source: 'stream',
       observed_at: new Date().toISOString(),
       lines: [line],
     })
     await waitFor('the Post published', () => inStream(ID))
+    // An activity event carrying it, as delivery publishes one.
+    const activity = JSON.stringify({ data: { event_type: 'post.create', payload: { id: ID } } })
+    await publishActivity(env.redis, env.prefix, [{ app_id: '1', body: activity }], 600_000)
     const event: ComplianceEvent = {
       kind: 'tweet',
       id: ID,
@@ -85,6 +90,8 @@ describe('the compliance job', () => {
     }
     await addComplianceBatch(compliance, [event])
     await waitFor('the Post out of the stored stream', async () => !(await inStream(ID)))
+    const events = await env.redis.xrange(activityStreamKey(env.prefix), '-', '+')
+    expect(JSON.stringify(events)).not.toContain(ID)
     const { rows } = await sql<{ withdrawn: string; text: string }>`
       SELECT withdrawn, text FROM posts WHERE id = ${ID}::bigint`.execute(env.db)
     expect(rows).toEqual([{ withdrawn: 'deleted', text: '' }])

@@ -4,6 +4,7 @@ import type { WriterMetrics } from '@threadline/metrics'
 import { eraseStoredPosts, type Redis } from '@threadline/redis'
 import {
   complianceJobSchema,
+  eraseActivityPosts,
   type ComplianceJob,
   type ComplianceJobResult,
   type Job,
@@ -19,13 +20,14 @@ export interface ApplyComplianceDeps {
   streamRetentionMs: number
 }
 
-/** Attempts to erase from the `stored` stream before the job gives up on it (see below). */
+/** Attempts to erase from the streams before the job gives up on it (see below). */
 const ERASE_ATTEMPTS = 5
 
 /**
  * The `compliance` job: apply the events (one transaction, idempotent: a repeat of the job, or an
- * event seen twice, changes nothing), then erase the Posts it erased from the `stored` stream, the
- * `backfill_minutes` replay (docs/api.md §7). A job that is not a list of events is kept as a reject.
+ * event seen twice, changes nothing), then erase the Posts it erased from what the
+ * `backfill_minutes` replays read, the `stored` and activity streams (docs/api.md §7). A job that
+ * is not a list of events is kept as a reject.
  */
 export function applyComplianceJob(deps: ApplyComplianceDeps) {
   const { db, metrics } = deps
@@ -37,10 +39,14 @@ export function applyComplianceJob(deps: ApplyComplianceDeps) {
     for (let attempt = 1; ; attempt++) {
       try {
         await eraseStoredPosts(deps.redis, deps.prefix, posts, deps.streamRetentionMs)
+        await eraseActivityPosts(deps.redis, deps.prefix, posts, deps.streamRetentionMs)
         return
       } catch (err) {
         if (attempt >= ERASE_ATTEMPTS) {
-          log.error({ err, posts: posts.length }, 'could not erase Posts from the stored stream')
+          log.error(
+            { err, posts: posts.length },
+            'could not erase Posts from the stored and activity streams',
+          )
           return
         }
         await new Promise((r) => setTimeout(r, 200 * 2 ** attempt))
