@@ -215,6 +215,35 @@ describe('the sweep through batch jobs (UPSTREAM_COMPLIANCE=jobs)', () => {
     await ingest.close()
   })
 
+  it('counts a job whose results cannot be read as failed after a few tries, and retries it next sweep', async () => {
+    // The lowest live id: in the first job, whose results cannot be read five times.
+    const post = [...stored]
+      .sort((a, b) => (BigInt(a.id) < BigInt(b.id) ? -1 : 1))
+      .find((p) => !used.has(p.id) && !sim.compliance.withdrawals.postState(p.id))!
+    used.add(post.id)
+    sim.compliance.withdrawals.deletePost(post.id)
+    sim.compliance.jobFaults.failDownloads(5)
+    const store = new SweepStore(env.redis, env.prefix)
+    const { ingest } = await startIngest(
+      env,
+      fastOptions(sim.url, {
+        upstreamBearerToken: TOKEN,
+        compliance: { ...JOBS, intervalMs: 1_500 },
+      }),
+    )
+    const first = await waitForSweep(store, (s) => s.lastFinishedAt !== undefined)
+    expect(first.failures).toBe(1)
+    expect(await lookup(post.id)).toBe('served')
+    await waitFor(
+      'the deleted Post unservable',
+      async () => (await lookup(post.id)) === NOT_FOUND,
+      {
+        timeoutMs: DEADLINE_MS,
+      },
+    )
+    await ingest.close()
+  })
+
   it('reverses on a later sweep what X no longer withdraws', async () => {
     const post = untouched(used)
     sim.compliance.withdrawals.apply({ kind: 'user', id: post.authorId, action: 'user_protect' })

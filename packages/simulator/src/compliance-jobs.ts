@@ -29,6 +29,8 @@ export interface ComplianceJobFaults {
   failNext(count: number): void
   /** The next `count` jobs created are `expired` at once. */
   expireNext(count: number): void
+  /** The next `count` downloads of results answer 503 (the bucket unavailable). */
+  failDownloads(count: number): void
 }
 
 /** The simulator's batch compliance jobs: X's states, signed transfer URLs, results from the world. */
@@ -37,6 +39,7 @@ export class ComplianceJobs {
   private seq = 0n
   private failLeft = 0
   private expireLeft = 0
+  private downloadFailuresLeft = 0
   /** Jobs created and uploaded (stats). */
   created = 0
   uploaded = 0
@@ -50,6 +53,14 @@ export class ComplianceJobs {
   readonly faults: ComplianceJobFaults = {
     failNext: (count) => void (this.failLeft += count),
     expireNext: (count) => void (this.expireLeft += count),
+    failDownloads: (count) => void (this.downloadFailuresLeft += count),
+  }
+
+  /** Takes a pending download failure, if one is left. */
+  takeDownloadFailure(): boolean {
+    if (this.downloadFailuresLeft <= 0) return false
+    this.downloadFailuresLeft--
+    return true
   }
 
   create(type: 'tweets' | 'users', name: string | undefined, resumable: boolean): SimJob {

@@ -95,6 +95,9 @@ export interface ComplianceSweepDeps {
 
 type JobEnd = 'complete' | 'failed' | 'expired' | 'timeout' | 'gone'
 
+/** Reads of a complete job's results (download, queue) before its chunk counts as failed. */
+const APPLY_ATTEMPTS = 5
+
 function sleep(ms: number, signal: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
     if (signal.aborted) return resolve()
@@ -117,6 +120,8 @@ function sleep(ms: number, signal: AbortSignal): Promise<void> {
  */
 export class ComplianceSweep {
   private readonly log: Logger
+  /** Failed attempts to read a complete job's results, by job (this leadership's). */
+  private readonly applyFailures = new Map<string, number>()
 
   constructor(private readonly deps: ComplianceSweepDeps) {
     this.log = deps.logger.child({ component: 'compliance-sweep' })
@@ -168,10 +173,12 @@ export class ComplianceSweep {
         if (signal.aborted) return
         const job = state.job ?? (await this.startJob(state, signal))
         if (!job) break
-        const end = await this.await(job, signal)
+        let end = await this.await(job, signal)
         if (end === undefined) return // stopped: the job stays in the state for the next leader
-        if (end === 'complete') await this.apply(type, job, state.afterId, signal)
-        else {
+        if (end === 'complete' && !(await this.applied(type, job, state.afterId, signal))) {
+          end = 'failed'
+        }
+        if (end !== 'complete') {
           state.failures++
           this.log.warn(
             { job: job.id, type, end, afterId: state.afterId, lastId: job.lastId },
@@ -193,6 +200,34 @@ export class ComplianceSweep {
     state.type = 'tweets'
     state.afterId = '0'
     await this.deps.store.write(state)
+  }
+
+  /**
+   * Applies a complete job's results; false once they could not be read APPLY_ATTEMPTS times (the
+   * chunk is then a failure, retried by the next sweep, rather than a sweep stuck on it). Throws
+   * below that, so the sweep tries again shortly.
+   */
+  private async applied(
+    type: JobType,
+    job: ChunkJob,
+    afterId: string,
+    signal: AbortSignal,
+  ): Promise<boolean> {
+    try {
+      await this.apply(type, job, afterId, signal)
+      this.applyFailures.delete(job.id)
+      return true
+    } catch (err) {
+      if (signal.aborted) throw err
+      const attempts = (this.applyFailures.get(job.id) ?? 0) + 1
+      if (attempts < APPLY_ATTEMPTS) {
+        this.applyFailures.set(job.id, attempts)
+        throw err
+      }
+      this.applyFailures.delete(job.id)
+      this.log.warn({ err, job: job.id, attempts }, 'could not apply the job results; giving up')
+      return false
+    }
   }
 
   /** The next chunk of stored ids after `afterId`, created upstream and uploaded; none left: undefined. */

@@ -75,6 +75,10 @@ export async function complianceTransfer(
     answer(res, 405, 'Download with GET.')
     return true
   }
+  if (jobs.takeDownloadFailure()) {
+    answer(res, 503, 'Service unavailable (injected).')
+    return true
+  }
   if (jobs.status(job) !== 'complete') {
     answer(res, 404, `The job is ${jobs.status(job)}: no results yet.`)
     return true
