@@ -1,6 +1,7 @@
 import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
-import { chromium, type Browser, type Page, type Request } from 'playwright-core'
+import type { Browser, Page, Request } from 'playwright-core'
+import { launchChromium } from '../support/chromium.js'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
   apiDepsFromConfig,
@@ -93,10 +94,7 @@ beforeAll(async () => {
   ;({ token } = await appWithRules(env, 'viewer', [{ value: `conversation_id:${root.id}` }]))
   await store(env, writer, [root.line, r1.line, r1a.line, r1a1.line, r2.line])
   await store(env, writer, [orphan.line, orphanReply.line])
-  browser = await chromium.launch({
-    executablePath: '/usr/bin/chromium',
-    args: ['--headless', '--no-sandbox', '--disable-gpu'],
-  })
+  browser = await launchChromium()
 })
 
 afterAll(async () => {

@@ -286,6 +286,41 @@ describe('withdrawn Posts on every surface', () => {
     const byName = await get(`/2/users/by/username/${carol.username}`)
     expect(byName.body.data).toBeUndefined()
     expect(byName.body.errors).toHaveLength(1)
+    // A suspended user is named as X names one.
+    const erin: UserSpec = { id: '4505', username: 'erin_c', name: 'Erin' }
+    await store(env, writer, [postLine({ text: 'erin, before her suspension', author: erin }).line])
+    await applyComplianceEvents(env.db, [
+      event({ kind: 'user', id: erin.id, action: 'user_suspend' }),
+    ])
+    const suspended = {
+      detail: 'User has been suspended: [%].',
+      title: 'Forbidden',
+      resource_type: 'user',
+      type: 'https://api.twitter.com/2/problems/resource-not-found',
+    }
+    const one = await get(`/2/users/${erin.id}`)
+    assertXSchema('Get2UsersIdResponse', one.body)
+    expect(one.body.errors).toEqual([
+      {
+        ...suspended,
+        detail: `User has been suspended: [${erin.id}].`,
+        value: erin.id,
+        parameter: 'id',
+        resource_id: erin.id,
+      },
+    ])
+    const named = await get(`/2/users/by?usernames=${erin.username},${alice.username}`)
+    assertXSchema('Get2UsersByResponse', named.body)
+    expect(ids(named.body)).toEqual([alice.id])
+    expect(named.body.errors).toEqual([
+      {
+        ...suspended,
+        detail: `User has been suspended: [${erin.username}].`,
+        value: erin.username,
+        parameter: 'usernames',
+        resource_id: erin.username,
+      },
+    ])
   })
 
   it('the tree keeps placeholders with their replies under them', async () => {

@@ -181,8 +181,8 @@ export interface Complaint {
 
 /**
  * Lines that report an error or a warning: pino's JSON at level warn (40) or above from our
- * services, `WARNING`/`ERROR`/`FATAL`/`PANIC` from Postgres and Redis, and any other line that names
- * itself a warning or an error.
+ * services, `WARNING`/`ERROR`/`FATAL`/`PANIC` from Postgres and Redis, `WARN:` from pgBackRest, and
+ * any other line that names itself a warning or an error.
  */
 export function complaints(container: string, log: string): Complaint[] {
   const found: Complaint[] = []
@@ -199,7 +199,7 @@ export function complaints(container: string, log: string): Complaint[] {
     const bad =
       level !== undefined
         ? level >= 40
-        : /\b(WARNING|ERROR|FATAL|PANIC)\b|\b[Ww]arn(ing)?:|\b[Ee]rror:/.test(line)
+        : /\b(WARNING|ERROR|FATAL|PANIC)\b|\bWARN:|\b[Ww]arn(ing)?:|\b[Ee]rror:/.test(line)
     if (bad) found.push({ container, line })
   }
   return found

@@ -14,7 +14,8 @@ const root = new URL('../../', import.meta.url)
 const read = (path: string) => readFileSync(new URL(path, root), 'utf8')
 
 type Service = {
-  build?: { dockerfile: string }
+  image?: string
+  build?: { context: string; dockerfile?: string }
   command?: string[]
   environment?: Record<string, string | number | boolean>
   depends_on?: Record<string, { condition: string }>
@@ -40,8 +41,10 @@ function env(name: string): Record<string, string> {
   return Object.fromEntries(entries.map(([k, v]) => [k, interpolate(String(v))]))
 }
 
-/** The services that run the Threadline image (every one but Postgres and Redis). */
-const appServices = Object.keys(services).filter((name) => services[name]!.build !== undefined)
+/** The services that run the Threadline image (every one but Postgres, its backups and Redis). */
+const appServices = Object.keys(services).filter(
+  (name) => services[name]!.image === 'threadline:latest',
+)
 
 describe('docker-compose.yml', () => {
   it("runs each role's compiled main in a service of its own, the simulator only in its profile", () => {
@@ -129,7 +132,7 @@ describe('docker-compose.yml', () => {
   })
 
   it('names files that exist: the Dockerfile, what it copies from the checkout, the mounted configs', () => {
-    const dockerfile = services.writer!.build!.dockerfile
+    const dockerfile = services.writer!.build!.dockerfile!
     expect(existsSync(new URL(dockerfile, root)), dockerfile).toBe(true)
     const copied = [...read(dockerfile).matchAll(/^COPY (?!--from)(.+)$/gm)].flatMap((m) =>
       m[1]!.split(' ').slice(0, -1),
@@ -144,8 +147,46 @@ describe('docker-compose.yml', () => {
     }
   })
 
+  it('archives WAL and backs up into the repository pgBackRest is configured with, on both sides', () => {
+    const conf = read('infra/postgres/pgbackrest.conf')
+    const option = (name: string) => new RegExp(`^${name}=(.+)$`, 'm').exec(conf)?.[1]
+    const stanzas = [...conf.matchAll(/^\[([^\]:]+)\]$/gm)]
+      .map((m) => m[1])
+      .filter((n) => n !== 'global')
+    expect(stanzas).toEqual(['threadline'])
+    const settings = read('infra/postgres/postgresql.conf')
+    expect(settings).toMatch(/^archive_mode = on$/m)
+    expect(settings).toContain("archive_command = 'pgbackrest --stanza=threadline archive-push %p'")
+
+    // One image for the server and the backup service, built from infra/postgres/Dockerfile.
+    const { postgres, backup } = services as Record<string, Service>
+    expect(backup!.image).toBe(postgres!.image)
+    expect(backup!.build).toEqual(postgres!.build)
+    const dockerfile = read(`${postgres!.build!.context}/Dockerfile`)
+    expect(dockerfile).toMatch(/^FROM postgres:15-bookworm$/m)
+    expect(dockerfile).toContain('COPY pgbackrest.conf /etc/pgbackrest/pgbackrest.conf')
+    expect(dockerfile).toContain('COPY backup.sh /usr/local/bin/threadline-backup')
+    expect(dockerfile).toContain('ENV PGBACKREST_STANZA=threadline')
+
+    // Both reach the data directory, the repository and the socket (with the locks) where the
+    // configuration says, on the same volumes; the backup connects as the cluster's superuser.
+    const shared = [
+      `pgdata:${option('pg1-path')}`,
+      `pgbackrest:${option('repo1-path')}`,
+      `pgsocket:${option('pg1-socket-path')}`,
+    ]
+    expect(option('lock-path')!.startsWith(`${option('pg1-socket-path')}/`)).toBe(true)
+    for (const service of [postgres!, backup!])
+      expect(service.volumes).toEqual(expect.arrayContaining(shared))
+    expect(option('pg1-user')).toBe(env('postgres').POSTGRES_USER)
+    expect(option('pg1-database')).toBe(env('postgres').POSTGRES_DB)
+    expect(backup!.command).toEqual(['threadline-backup', 'schedule'])
+    expect(backup!.healthcheck!.test).toEqual(['CMD', 'threadline-backup', 'status'])
+    expect(backup!.depends_on).toEqual({ postgres: { condition: 'service_healthy' } })
+  })
+
   it('builds JavaScript in the image and runs it with production dependencies on a supported Node', () => {
-    const dockerfile = read(services.writer!.build!.dockerfile)
+    const dockerfile = read(services.writer!.build!.dockerfile!)
     const manifest = JSON.parse(read('package.json')) as {
       scripts: Record<string, string>
       dependencies?: Record<string, string>

@@ -1,6 +1,5 @@
 import { startTestWriter } from '../support/writer.js'
-import { spawn, type ChildProcess } from 'node:child_process'
-import { createServer } from 'node:net'
+import { localRedis, type LocalRedis } from '../support/local-redis.js'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { addRules, createApp, createDb } from '@threadline/db'
 import { createIngest } from '@threadline/ingest'
@@ -15,58 +14,19 @@ import { fastOptions, storedIds } from './harness.js'
  * stopped and restarted; the shared one is never touched.
  */
 let env: TestEnv
-let port = 0
-let redisProcess: ChildProcess | undefined
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer()
-    srv.once('error', reject)
-    srv.listen(0, '127.0.0.1', () => {
-      const p = (srv.address() as { port: number }).port
-      srv.close(() => resolve(p))
-    })
-  })
-}
-
-async function startRedis(): Promise<void> {
-  const child = spawn(
-    'redis-server',
-    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
-    { stdio: ['ignore', 'pipe', 'inherit'] },
-  )
-  redisProcess = child
-  await new Promise<void>((resolve, reject) => {
-    let out = ''
-    child.stdout!.on('data', (chunk: Buffer) => {
-      out += chunk.toString('utf8')
-      if (out.includes('Ready to accept connections')) resolve()
-    })
-    child.once('exit', (code) => reject(new Error(`redis-server exited with ${code}`)))
-  })
-}
-
-async function stopRedis(): Promise<void> {
-  const child = redisProcess
-  redisProcess = undefined
-  if (!child || child.exitCode !== null) return
-  await new Promise<void>((resolve) => {
-    child.once('exit', () => resolve())
-    child.kill('SIGKILL')
-  })
-}
+let redis: LocalRedis
 
 beforeAll(async () => {
   env = await createTestEnv()
-  port = await freePort()
-  await startRedis()
-  env.defer(() => stopRedis())
+  redis = await localRedis()
+  await redis.start()
+  env.defer(() => redis.stop())
 })
 afterAll(() => env?.close())
 
 describe('ingest backpressure', () => {
   it('stops reading while Redis is unreachable and loses nothing when it returns', async () => {
-    const redisUrl = `redis://127.0.0.1:${port}`
+    const redisUrl = redis.url
     const fake = new FakeUpstream()
     fake.keepAliveMs = 100
     await fake.start()
@@ -98,7 +58,7 @@ describe('ingest backpressure', () => {
       async () => (await storedIds(env, conv.rootId)).length === 20,
     )
 
-    await stopRedis()
+    await redis.stop()
     const readBefore = ingest.stats().lines
     for (const line of conv.lines.slice(20)) fake.publish(line)
     // The reader takes at most a batch being retried, a full buffer and the line that filled it.
@@ -107,7 +67,7 @@ describe('ingest backpressure', () => {
     expect(held).toBeLessThanOrEqual(2 * batchMaxItems + 1)
     expect(held).toBeLessThan(180)
 
-    await startRedis()
+    await redis.start()
     await waitFor(
       'every Post stored after Redis returned',
       async () => (await storedIds(env, conv.rootId)).length === 200,

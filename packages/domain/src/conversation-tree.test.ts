@@ -9,6 +9,7 @@ import {
 } from './conversation-tree.js'
 import { compareIds } from './ids.js'
 import type { SkeletonRows } from './conversation-skeleton.js'
+import { HEAVY_TEST_MS, testSize } from '@threadline/testing'
 
 /** Rows from [id, parent, ms, likes] tuples; authors a, b, a, b, … */
 function rows(posts: Array<[string, string | null, number, number?]>): SkeletonRows {
@@ -141,14 +142,11 @@ describe('buildConversationTree', () => {
   })
 })
 
-/**
- * The property test's size: a fast default for a loaded 2-core box (well under a second), larger
- * with TREE_PROPERTY_RUNS and TREE_PROPERTY_MAX_POSTS (e.g. 2000 and 3000 for a long run).
- */
-const PROPERTY_RUNS = Number(process.env.TREE_PROPERTY_RUNS ?? 100)
-const PROPERTY_MAX_POSTS = Number(process.env.TREE_PROPERTY_MAX_POSTS ?? 60)
-/** The time the default size may take, with room for a loaded machine. */
-const PROPERTY_BUDGET_MS = 20_000
+/** The property test's size: well under a second on a loaded 2-core box; `pnpm test:large` for a long run. */
+const PROPERTY_RUNS = testSize(100, 2_000)
+const PROPERTY_MAX_POSTS = testSize(60, 3_000)
+/** The time the size may take, with room for a loaded machine. */
+const PROPERTY_BUDGET_MS = HEAVY_TEST_MS
 
 type Row = { id: string; parent: string | null; author: string | null; ms: number; likes: number }
 

@@ -357,6 +357,29 @@ export function notFound(
   }
 }
 
+/** X's partial error for a user it suspended, named by id or username in a user lookup. */
+export interface UserSuspended {
+  value: string
+  detail: string
+  title: 'Forbidden'
+  resource_type: 'user'
+  parameter: string
+  resource_id: string
+  type: 'https://api.twitter.com/2/problems/resource-not-found'
+}
+
+export function userSuspended(parameter: string, value: string): UserSuspended {
+  return {
+    value,
+    detail: `User has been suspended: [${value}].`,
+    title: 'Forbidden',
+    resource_type: 'user',
+    parameter,
+    resource_id: value,
+    type: 'https://api.twitter.com/2/problems/resource-not-found',
+  }
+}
+
 /** Everything loaded for a page's expansions, keyed for lookup. */
 export interface LoadedTargets {
   posts: ReadonlyMap<string, StoredPost>

@@ -1,3 +1,4 @@
+import { lookup } from 'node:dns/promises'
 import type { Config } from '@threadline/config'
 import { openServiceDb } from '@threadline/db'
 import type { Logger } from '@threadline/logger'
@@ -92,6 +93,7 @@ export async function ingestFromConfig(
   const upstreamUrl = overrides.upstreamUrl ?? config.UPSTREAM_URL
   if (!upstreamUrl) throw new MissingUpstreamError()
   const options = ingestOptionsFromConfig(config, upstreamUrl, overrides.options)
+  void warnIfUnresolvable(upstreamUrl, logger)
   const db = await openServiceDb({
     url: config.DATABASE_URL,
     poolMax: Math.max(options.backfillConcurrency + 3, 4),
@@ -110,4 +112,22 @@ export async function ingestFromConfig(
     },
     options,
   )
+}
+
+/**
+ * Says what is missing when the upstream's host name does not resolve, the usual first-run mistake
+ * (`docker compose up` without the simulator profile and without UPSTREAM_URL): the ingest itself
+ * keeps retrying, as it must for an upstream that is only away.
+ */
+async function warnIfUnresolvable(upstreamUrl: string, logger: Logger): Promise<void> {
+  const host = new URL(upstreamUrl).hostname
+  try {
+    await lookup(host)
+  } catch (err) {
+    logger.error(
+      { upstream: upstreamUrl, err },
+      `the upstream's host ${host} does not resolve: start the simulator ` +
+        '(docker compose --profile simulator up) or set UPSTREAM_URL to an X-compatible API',
+    )
+  }
 }

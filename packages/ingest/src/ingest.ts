@@ -9,6 +9,7 @@ import { createBackfillQueue, createBackfillWorker, type BackfillWorkerDeps } fr
 import { SweepStore } from './compliance/sweep.js'
 import { PostsProducer } from './jobs/queue-batch.js'
 import { ComplianceProducer } from './jobs/queue-compliance.js'
+import { RedisRoom } from './redis-room.js'
 import { runLeadership, type Leading } from './leadership.js'
 import type { IngestOptions } from './options.js'
 import { MarkStore } from './stream-mark.js'
@@ -40,6 +41,8 @@ export interface IngestStats {
   streamBatches: BatcherCounts
   ruleSyncs: number
   activeRules: number
+  /** Adding jobs is paused because Redis is nearly full (RedisRoom). */
+  redisPaused: boolean
 }
 
 export interface Ingest extends Service {
@@ -70,7 +73,16 @@ export function createIngest(deps: IngestDeps, options: IngestOptions): Ingest {
     prefix,
     logger: deps.logger,
   })
-  const producer = new PostsProducer({ queue: postsQueue, redis, prefix, metrics })
+  const closing = new AbortController()
+  const room = new RedisRoom(redis, log, options.redisRoom)
+  const producer = new PostsProducer({
+    queue: postsQueue,
+    redis,
+    prefix,
+    metrics,
+    room,
+    signal: closing.signal,
+  })
   const compliance = complianceParts(deps, options, upstream, producer)
   const backfillQueue = createBackfillQueue({ db, redis, prefix, logger: deps.logger })
   const backfillWorker =
@@ -82,13 +94,13 @@ export function createIngest(deps: IngestDeps, options: IngestOptions): Ingest {
     logger: deps.logger,
   })
   metrics?.leader(() => lease.held)
+  metrics?.redisPaused(() => room.paused)
 
   const streamListeners = new Set<(e: StreamEvent) => void>()
   if (metrics) streamListeners.add((e) => metrics.streamEvent(e))
   let leading: Leading | undefined
   let streamBatches: BatcherCounts = { atOnce: 0, gathered: 0, full: 0 }
   let lastReaderStats = { connects: 0, lines: 0, keepAlives: 0, errorLines: 0 }
-  const closing = new AbortController()
   let leaderLoop: Promise<void> | undefined
   const leadershipDeps = {
     ...deps,
@@ -135,6 +147,7 @@ export function createIngest(deps: IngestDeps, options: IngestOptions): Ingest {
         streamBatches: { ...streamBatches },
         ruleSyncs: leading?.ruleSync.syncs ?? 0,
         activeRules: leading?.ruleSync.lastResult?.active ?? 0,
+        redisPaused: room.paused,
       }
     },
     onStreamEvent(fn) {

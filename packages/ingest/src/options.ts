@@ -1,4 +1,5 @@
 import type { BackoffPolicy } from './backoff.js'
+import type { RedisRoomOptions } from './redis-room.js'
 
 /** How the leader learns of withdrawals (docs/configuration.md, UPSTREAM_COMPLIANCE). */
 export interface ComplianceOptions {
@@ -42,4 +43,6 @@ export interface IngestOptions {
   backfillStalledInterval?: number
   /** Compliance from the upstream; unset: off. */
   compliance?: ComplianceOptions
+  /** When adding jobs pauses for a nearly full Redis (defaults in RedisRoom). */
+  redisRoom?: RedisRoomOptions
 }

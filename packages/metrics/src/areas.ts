@@ -189,6 +189,8 @@ export interface IngestMetrics {
   batchQueued(source: string, lines: number): void
   /** Reports whether this replica holds the leader lease (read at scrape time). */
   leader(held: () => boolean): void
+  /** Reports whether adding jobs is paused for a nearly full Redis (read at scrape time). */
+  redisPaused(paused: () => boolean): void
   /** A window the stream missed, recovered by a replay or by search: Posts found, seconds to close. */
   windowRecovered(how: 'backfill_minutes' | 'search', posts: number, closeSeconds: number): void
   /** Compliance events queued for the writer, by source (stream, job). */
@@ -310,6 +312,15 @@ export function ingestMetrics(registry: Registry): IngestMetrics {
   })
   for (const source of ['stream', 'job']) complianceQueued.inc({ source }, 0)
   for (const end of ['complete', 'failed', 'expired', 'timeout']) complianceJobs.inc({ end }, 0)
+  let isPaused: (() => boolean) | undefined
+  new Gauge({
+    name: 'threadline_ingest_redis_paused',
+    help: '1 while this replica holds its jobs because Redis is nearly full (maxmemory)',
+    registers,
+    collect() {
+      this.set(isPaused?.() ? 1 : 0)
+    },
+  })
   const cause = (source: string) => (source === 'stream' ? 'stream' : 'backfill')
   return {
     complianceQueued: (source, n) =>
@@ -342,6 +353,9 @@ export function ingestMetrics(registry: Registry): IngestMetrics {
     },
     leader(held) {
       isLeader = held
+    },
+    redisPaused(paused) {
+      isPaused = paused
     },
   }
 }

@@ -44,6 +44,19 @@ export async function publishStored(
   await Promise.all(appends)
 }
 
+/**
+ * Trims the stream to `retentionMs` exactly. Appends trim approximately, by whole nodes, and only
+ * when something is appended: without this a quiet writer (or an ingest paused for a full Redis,
+ * waiting on this very memory) would keep old Posts in Redis for as long as nothing is stored.
+ */
+export async function trimStored(
+  redis: Redis,
+  prefix: string,
+  retentionMs: number,
+): Promise<number> {
+  return redis.xtrim(storedStreamKey(prefix), 'MINID', `${Date.now() - retentionMs}-0`)
+}
+
 const TYPES: ReadonlySet<string> = new Set<StoredEntry['type']>(['post', 'user_change'])
 
 /**

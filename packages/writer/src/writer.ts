@@ -11,7 +11,7 @@ import {
   type PostsJob,
   type PostsJobResult,
 } from '@threadline/queue'
-import { closeRedis, type Redis } from '@threadline/redis'
+import { closeRedis, trimStored, type Redis } from '@threadline/redis'
 import { once, repeatEvery, withDeadline, type Repeating, type Service } from '@threadline/runtime'
 import { applyComplianceJob } from './jobs/apply-compliance.js'
 import { storePostsJob } from './jobs/store-posts.js'
@@ -53,6 +53,8 @@ export interface Writer extends Service {
 
 /** Outbox rows younger than this are being published by their own writer (the fast path). */
 const RELAY_MIN_AGE_MS = 5_000
+/** How often the stored stream is trimmed to its retention when nothing is appended. */
+const STORED_TRIM_MS = 10_000
 
 /**
  * The periodic passes a started writer runs: the relay's and, when configured, the sweep of
@@ -70,7 +72,12 @@ function startPasses(
     () => publisher.relaySafely(RELAY_MIN_AGE_MS).then((rows) => deps.metrics?.relayed(rows)),
     (err) => log.warn({ err }, 'relay pass failed'),
   )
-  if (!options.payloadSweepMs || !postsQueue) return [relayPass]
+  const trimPass = repeatEvery(
+    Math.min(options.streamRetentionMs, STORED_TRIM_MS),
+    () => trimStored(deps.redis, options.prefix, options.streamRetentionMs),
+    (err) => log.warn({ err }, 'trimming the stored stream failed; next pass will retry'),
+  )
+  if (!options.payloadSweepMs || !postsQueue) return [relayPass, trimPass]
   const sweeper = createPayloadSweeper(
     postsQueue,
     deps.redis,
@@ -85,7 +92,7 @@ function startPasses(
     },
     (err) => log.warn({ err }, 'payload sweep failed; next pass will retry'),
   )
-  return [relayPass, sweepPass]
+  return [relayPass, trimPass, sweepPass]
 }
 
 /** The writer role: the `posts` worker (jobs/store-posts.ts), its publisher and periodic passes. */

@@ -32,16 +32,23 @@ export function pageWindow(
   const exclude = [...new Set(p.exclude ?? [])].sort()
   const scope = tokenScope(request, list, '', w, exclude.join(','))
   let beforeId: string | undefined
+  let afterId: string | undefined
   const token = p.pagination_token
   if (token !== undefined) {
-    beforeId = tokens.decode(scope, token)
-    if (beforeId === undefined || !isId(beforeId)) throw invalidToken('pagination_token', token)
+    // A position is the id a page ends at: `<id` toward older Posts, `>id` toward newer ones.
+    const position = tokens.decode(scope, token) ?? ''
+    const id = position.slice(1)
+    if (!isId(id) || !'<>'.includes(position[0] ?? '-'))
+      throw invalidToken('pagination_token', token)
+    if (position[0] === '<') beforeId = id
+    else afterId = id
   }
   return {
     scope,
     window: {
       ...w,
       beforeId,
+      afterId,
       limit: p.max_results ?? defaultSize,
       excludeReplies: exclude.includes('replies'),
       excludeRetweets: exclude.includes('retweets'),
@@ -51,14 +58,16 @@ export function pageWindow(
 
 /**
  * A page answered as X does: the skeleton's ids through the read pipeline, `meta` with
- * `result_count`, the newest and oldest ids (when `withIds`) and `next_token` when more follow.
+ * `result_count`, and `next_token` when older Posts follow; with `timeline`, also the newest and
+ * oldest ids and `previous_token` when newer Posts precede (any page reached by a token).
  */
 export async function postPageAnswer(
   ctx: { readDb: Db; pageTokens: PageTokens },
   scope: string,
   p: FieldParams,
+  window: PostPageWindow,
   page: { posts: ReadPost[]; more: boolean },
-  withIds = true,
+  timeline = true,
 ): Promise<Answer> {
   const { posts, more } = page
   if (posts.length === 0) return { body: { meta: { result_count: 0 } } }
@@ -67,10 +76,16 @@ export async function postPageAnswer(
     posts.map((post) => post.id),
     fieldSelection(p),
   )
+  const newest = posts[0]!.id
   const oldest = posts[posts.length - 1]!.id
-  const meta: Body = withIds
-    ? { result_count: posts.length, newest_id: posts[0]!.id, oldest_id: oldest }
+  const toNewer = window.afterId !== undefined
+  const meta: Body = timeline
+    ? { result_count: posts.length, newest_id: newest, oldest_id: oldest }
     : { result_count: posts.length }
-  if (more) meta.next_token = ctx.pageTokens.encode(scope, oldest)
+  // Read toward newer Posts, `more` means newer ones remain, and the older page it came from is there.
+  if (toNewer || more) meta.next_token = ctx.pageTokens.encode(scope, `<${oldest}`)
+  if (timeline && (toNewer ? more : window.beforeId !== undefined)) {
+    meta.previous_token = ctx.pageTokens.encode(scope, `>${newest}`)
+  }
   return { json: pageJson(rendered, { meta }) }
 }

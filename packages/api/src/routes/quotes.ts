@@ -36,6 +36,13 @@ export function registerQuoteRoutes(app: FastifyInstance, ctx: ServerContext): v
       10,
     )
     // X's meta for quotes: result_count and next_token only.
-    return postPageAnswer(ctx, scope, c.params, await quotesPage(ctx.readDb, id, window), false)
+    return postPageAnswer(
+      ctx,
+      scope,
+      c.params,
+      window,
+      await quotesPage(ctx.readDb, id, window),
+      false,
+    )
   })
 }

@@ -63,6 +63,28 @@ describe('GET /2/users/:id/tweets', () => {
     expect(pages.at(-1)!.meta.next_token).toBeUndefined()
   })
 
+  it('previous_token goes back toward newer Posts, page for page, and the first page has none', async () => {
+    const url = '/2/users/1001/tweets?max_results=7'
+    const { pages } = await allPages(url, 'Get2UsersIdTweetsResponse')
+    expect(pages.length).toBeGreaterThan(3)
+    expect(pages[0]!.meta.previous_token).toBeUndefined()
+    for (const page of pages.slice(1)) expect(page.meta.previous_token).toBeDefined()
+    // From the last page back to the first, by previous_token alone.
+    let page = pages.at(-1)!
+    for (let i = pages.length - 2; i >= 0; i--) {
+      const res = await get(`${url}&pagination_token=${page.meta.previous_token as string}`)
+      expect(res.statusCode, res.body).toBe(200)
+      page = res.json() as Page
+      assertXSchema('Get2UsersIdTweetsResponse', page)
+      expect(page.data!.map((p) => p.id)).toEqual(pages[i]!.data!.map((p) => p.id))
+      expect(page.meta.next_token).toBeDefined()
+    }
+    expect(page.meta.previous_token).toBeUndefined()
+    // And forward again from there by next_token.
+    const again = await get(`${url}&pagination_token=${page.meta.next_token as string}`)
+    expect((again.json() as Page).data!.map((p) => p.id)).toEqual(pages[1]!.data!.map((p) => p.id))
+  })
+
   it('exclude=replies, since_id and until_id bound the list', async () => {
     const { ids } = await allPages(
       '/2/users/1000/tweets?exclude=replies&max_results=100',

@@ -13,7 +13,10 @@ const MENTIONS_PARAMS = {
   start_time: { kind: 'time' },
   end_time: { kind: 'time' },
   max_results: { kind: 'int', min: 5, max: 100, description: 'Posts per page (default 10)' },
-  pagination_token: { kind: 'string', description: 'meta.next_token of the previous page' },
+  pagination_token: {
+    kind: 'string',
+    description: 'meta.next_token or meta.previous_token of a page',
+  },
   ...FIELD_PARAMS,
 } as const satisfies EndpointParams
 
@@ -54,7 +57,13 @@ export function registerTimelineRoutes(app: FastifyInstance, ctx: ServerContext)
       c.now,
       DEFAULT_PAGE,
     )
-    return postPageAnswer(ctx, scope, c.params, await userTimelinePage(ctx.readDb, id, window))
+    return postPageAnswer(
+      ctx,
+      scope,
+      c.params,
+      window,
+      await userTimelinePage(ctx.readDb, id, window),
+    )
   })
 
   addRoute(app, ctx, USER_MENTIONS, async (c) => {
@@ -67,6 +76,12 @@ export function registerTimelineRoutes(app: FastifyInstance, ctx: ServerContext)
       c.now,
       DEFAULT_PAGE,
     )
-    return postPageAnswer(ctx, scope, c.params, await userMentionsPage(ctx.readDb, id, window))
+    return postPageAnswer(
+      ctx,
+      scope,
+      c.params,
+      window,
+      await userMentionsPage(ctx.readDb, id, window),
+    )
   })
 }

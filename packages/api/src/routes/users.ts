@@ -1,12 +1,14 @@
 import type { FastifyInstance } from 'fastify'
-import { newestUsersByUsernames, usersByIds, type ReadUser } from '@threadline/db'
+import { newestUsersByUsernames, suspendedAmong, usersByIds, type ReadUser } from '@threadline/db'
 import {
   notFound,
   selection,
   shapeUser,
   TWEET_FIELDS,
   USER_FIELDS,
+  userSuspended,
   type ResourceNotFound,
+  type UserSuspended,
   type WirePost,
   type WireUser,
 } from '@threadline/domain'
@@ -159,13 +161,23 @@ export function registerUserRoutes(app: FastifyInstance, ctx: ServerContext): vo
     const found = new Map((await usersByIds(readDb, ids)).map((u) => [u.id, u]))
     const users = ids.flatMap((id) => found.get(id) ?? [])
     const page = await renderUsers(ctx, users, c.params)
-    const missing = ids.filter((id) => !found.has(id)).map((id) => notFound('user', 'ids', id))
+    const absent = ids.filter((id) => !found.has(id))
+    const suspended = (await suspendedAmong(readDb, { ids: absent })).ids
+    const missing = absent.map((id) =>
+      suspended.has(id) ? userSuspended('ids', id) : notFound('user', 'ids', id),
+    )
     return { body: compact({ ...page, errors: [...missing, ...page.errors] }) }
   })
 
   addRoute(app, ctx, USER, async (c) => {
     const [user] = await usersByIds(readDb, [c.params.id])
-    if (!user) return { body: { errors: [notFound('user', 'id', c.params.id)] } }
+    if (!user) {
+      const suspended = (await suspendedAmong(readDb, { ids: [c.params.id] })).ids.size > 0
+      const error = suspended
+        ? userSuspended('id', c.params.id)
+        : notFound('user', 'id', c.params.id)
+      return { body: { errors: [error] } }
+    }
     const page = await renderUsers(ctx, [user], c.params)
     return { body: compact({ ...page, data: page.data[0] }) }
   })
@@ -177,15 +189,21 @@ export function registerUserRoutes(app: FastifyInstance, ctx: ServerContext): vo
     )
     const seen = new Set<string>()
     const users: ReadUser[] = []
-    const missing: ResourceNotFound[] = []
+    const absent: string[] = []
     for (const name of names) {
       const key = name.toLowerCase()
       if (seen.has(key)) continue
       seen.add(key)
       const user = found.get(key)
       if (user) users.push(user)
-      else missing.push(notFound('user', 'usernames', name))
+      else absent.push(name)
     }
+    const suspended = (await suspendedAmong(readDb, { usernames: absent })).usernames
+    const missing: Array<ResourceNotFound | UserSuspended> = absent.map((name) =>
+      suspended.has(name.toLowerCase())
+        ? userSuspended('usernames', name)
+        : notFound('user', 'usernames', name),
+    )
     const page = await renderUsers(ctx, users, c.params)
     return { body: compact({ ...page, errors: [...missing, ...page.errors] }) }
   })
@@ -193,10 +211,13 @@ export function registerUserRoutes(app: FastifyInstance, ctx: ServerContext): vo
   addRoute(app, ctx, USER_BY, async (c) => {
     const [name] = usernamesOf('username', c.params.username, 1)
     const [user] = await newestUsersByUsernames(readDb, [name!])
-    if (!user)
-      return {
-        body: { errors: [notFound('user', 'username', name!)] },
-      }
+    if (!user) {
+      const suspended = (await suspendedAmong(readDb, { usernames: [name!] })).usernames.size > 0
+      const error = suspended
+        ? userSuspended('username', name!)
+        : notFound('user', 'username', name!)
+      return { body: { errors: [error] } }
+    }
     const page = await renderUsers(ctx, [user], c.params)
     return { body: compact({ ...page, data: page.data[0] }) }
   })

@@ -1,7 +1,13 @@
 import { sql } from 'kysely'
 import type { Db } from '../connect.js'
 import type { ReadPost } from './read-posts.js'
-import { PAGE_COLUMNS, pageConditions, pageRows, type PostPageWindow } from './timelines.js'
+import {
+  PAGE_COLUMNS,
+  pageConditions,
+  pageOrder,
+  pageRows,
+  type PostPageWindow,
+} from './timelines.js'
 
 /**
  * A page of the stored Posts that quote `postId` (a `quoted` reference, as the query operator
@@ -17,6 +23,6 @@ export function quotesPage(
     SELECT ${PAGE_COLUMNS} FROM post_references r JOIN posts p ON p.id = r.post_id
     WHERE r.referenced_id = ${postId}::bigint AND r.type = 'quoted'
       AND ${pageConditions(sql`r.post_id`, w)}
-    ORDER BY r.post_id DESC LIMIT ${w.limit + 1}::int`
-  return pageRows(db, query, w.limit)
+    ORDER BY r.post_id ${pageOrder(w)} LIMIT ${w.limit + 1}::int`
+  return pageRows(db, query, w)
 }

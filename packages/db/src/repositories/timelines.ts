@@ -12,8 +12,10 @@ export interface PostPageWindow {
   startTime?: Date
   /** Exclusive upper `created_at` bound. */
   endTime?: Date
-  /** The last id of the previous page (keyset). */
+  /** The last id of the page before, going to older Posts (keyset: `next_token`). */
   beforeId?: string
+  /** The first id of the page before, going to newer Posts (`previous_token`): read oldest first. */
+  afterId?: string
   excludeReplies?: boolean
   excludeRetweets?: boolean
   limit: number
@@ -31,6 +33,7 @@ export function pageConditions(key: RawBuilder<unknown>, w: PostPageWindow): Raw
   // A page never holds a withdrawn Post (docs/api.md §7).
   const parts: RawBuilder<unknown>[] = [sql`p.withdrawn IS NULL`]
   if (w.beforeId !== undefined) parts.push(sql`${key} < ${w.beforeId}::bigint`)
+  if (w.afterId !== undefined) parts.push(sql`${key} > ${w.afterId}::bigint`)
   if (w.untilId !== undefined) parts.push(sql`${key} < ${w.untilId}::bigint`)
   if (w.sinceId !== undefined) parts.push(sql`${key} > ${w.sinceId}::bigint`)
   if (w.startTime !== undefined) parts.push(sql`p.created_at >= ${w.startTime}`)
@@ -43,17 +46,26 @@ export function pageConditions(key: RawBuilder<unknown>, w: PostPageWindow): Raw
   return sql.join(parts, sql` AND `)
 }
 
-/** Runs a page's statement as a named prepared one (its text depends only on which bounds are set). */
+/** The order a page is read in: newest first, or oldest first toward newer Posts (`afterId`). */
+export function pageOrder(w: PostPageWindow): RawBuilder<unknown> {
+  return sql.raw(w.afterId === undefined ? 'DESC' : 'ASC')
+}
+
+/**
+ * Runs a page's statement as a named prepared one (its text depends only on which bounds are set)
+ * and gives its Posts newest first; `more`: another page lies beyond it, in the direction read.
+ */
 export async function pageRows(
   db: Db,
   query: RawBuilder<ReadPost>,
-  limit: number,
+  w: PostPageWindow,
 ): Promise<{ posts: ReadPost[]; more: boolean }> {
   const { sql: text, parameters } = query.compile(db)
   const rows = await queryRows<ReadPost>(db, text, parameters, { prepare: true })
   // One extra row says whether another page exists, so an empty page never carries a token.
-  const more = rows.length > limit
-  if (more) rows.length = limit
+  const more = rows.length > w.limit
+  if (more) rows.length = w.limit
+  if (w.afterId !== undefined) rows.reverse()
   return { posts: rows, more }
 }
 
@@ -69,8 +81,8 @@ export function userTimelinePage(
   const query = sql<ReadPost>`
     SELECT ${PAGE_COLUMNS} FROM posts p
     WHERE p.author_id = ${userId}::bigint AND ${pageConditions(sql`p.id`, w)}
-    ORDER BY p.id DESC LIMIT ${w.limit + 1}::int`
-  return pageRows(db, query, w.limit)
+    ORDER BY p.id ${pageOrder(w)} LIMIT ${w.limit + 1}::int`
+  return pageRows(db, query, w)
 }
 
 /**
@@ -85,6 +97,6 @@ export function userMentionsPage(
   const query = sql<ReadPost>`
     SELECT ${PAGE_COLUMNS} FROM post_mentions m JOIN posts p ON p.id = m.post_id
     WHERE m.user_id = ${userId}::bigint AND ${pageConditions(sql`m.post_id`, w)}
-    ORDER BY m.post_id DESC LIMIT ${w.limit + 1}::int`
-  return pageRows(db, query, w.limit)
+    ORDER BY m.post_id ${pageOrder(w)} LIMIT ${w.limit + 1}::int`
+  return pageRows(db, query, w)
 }

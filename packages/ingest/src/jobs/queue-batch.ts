@@ -2,12 +2,16 @@ import type { IngestMetrics } from '@threadline/metrics'
 import { addPostsBatch, type createQueue, type PostsJob } from '@threadline/queue'
 import type { Redis } from '@threadline/redis'
 import type { BatchId } from '../batcher.js'
+import type { RedisRoom } from '../redis-room.js'
 
 export interface PostsProducerDeps {
   queue: ReturnType<typeof createQueue<PostsJob>>
   redis: Redis
   prefix: string
   metrics?: IngestMetrics
+  /** Holds each add while Redis is nearly full, until `signal` aborts (the ingest closing). */
+  room?: RedisRoom
+  signal?: AbortSignal
 }
 
 /** Adds `posts` jobs: the stream's batches and backfill pages, each under its own id. */
@@ -23,7 +27,8 @@ export class PostsProducer {
     source: string,
     batch: BatchId,
   ): Promise<void> {
-    const { queue, redis, prefix, metrics } = this.deps
+    const { queue, redis, prefix, metrics, room, signal } = this.deps
+    if (room) await room.wait(signal ?? new AbortController().signal)
     await addPostsBatch(queue, redis, prefix, {
       id: batch.id,
       firstAttempt: batch.firstAttempt,
