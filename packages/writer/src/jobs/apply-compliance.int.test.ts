@@ -90,8 +90,11 @@ describe('the compliance job', () => {
     }
     await addComplianceBatch(compliance, [event])
     await waitFor('the Post out of the stored stream', async () => !(await inStream(ID)))
-    const events = await env.redis.xrange(activityStreamKey(env.prefix), '-', '+')
-    expect(JSON.stringify(events)).not.toContain(ID)
+    // Erased from the activity stream right after the stored stream.
+    await waitFor('the Post out of the activity stream', async () => {
+      const events = await env.redis.xrange(activityStreamKey(env.prefix), '-', '+')
+      return !JSON.stringify(events).includes(ID)
+    })
     const { rows } = await sql<{ withdrawn: string; text: string }>`
       SELECT withdrawn, text FROM posts WHERE id = ${ID}::bigint`.execute(env.db)
     expect(rows).toEqual([{ withdrawn: 'deleted', text: '' }])
