@@ -59,3 +59,21 @@ describe('loadConfig', () => {
     }
   })
 })
+
+describe('compliance settings', () => {
+  it('default to batch jobs every 12 hours of at most 100,000 ids', () => {
+    const config = loadConfig({})
+    expect(config.UPSTREAM_COMPLIANCE).toBe('jobs')
+    expect(config.COMPLIANCE_INTERVAL_HOURS).toBe(12)
+    expect(config.COMPLIANCE_JOB_MAX_IDS).toBe(100_000)
+  })
+
+  it('refuse a mode they do not know and an interval past X’s 24 hours', () => {
+    expect(loadConfig({ UPSTREAM_COMPLIANCE: 'stream' }).UPSTREAM_COMPLIANCE).toBe('stream')
+    expect(() => loadConfig({ UPSTREAM_COMPLIANCE: 'hourly' })).toThrow(/UPSTREAM_COMPLIANCE/)
+    expect(() => loadConfig({ COMPLIANCE_INTERVAL_HOURS: '24' })).toThrow(
+      /COMPLIANCE_INTERVAL_HOURS/,
+    )
+    expect(() => loadConfig({ COMPLIANCE_JOB_MAX_IDS: '0' })).toThrow(/COMPLIANCE_JOB_MAX_IDS/)
+  })
+})

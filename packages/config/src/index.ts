@@ -231,6 +231,19 @@ export const envSchema = z.object({
   UPSTREAM_QUERY_MAX_LENGTH: int(512, 16, 4_096),
   /** Conversations backfilled at once (each pages through the upstream's search). */
   INGEST_BACKFILL_CONCURRENCY: int(2, 1, 64),
+  /**
+   * How the ingest leader learns what X withdraws (docs/configuration.md): its compliance streams
+   * (`stream`, Enterprise access), a sweep of the store through batch compliance jobs (`jobs`), or
+   * not at all (`off`).
+   */
+  UPSTREAM_COMPLIANCE: z
+    .enum(['stream', 'jobs', 'off'])
+    .optional()
+    .transform((v) => v ?? 'jobs'),
+  /** Hours between two sweeps of the store through batch compliance jobs (X asks within 24 h). */
+  COMPLIANCE_INTERVAL_HOURS: int(12, 1, 23),
+  /** Ids in one batch compliance job (X takes up to 5 M a job). */
+  COMPLIANCE_JOB_MAX_IDS: int(100_000, 1, 5_000_000),
 
   // --- writer ---
   /** Batches one writer stores at once, each on its own Postgres connection. */

@@ -7,7 +7,7 @@ import { POSTS_BATCH_MAX_BYTES, POSTS_BATCH_MAX_LINES } from '@threadline/queue'
 import { createRedis } from '@threadline/redis'
 import { X_BACKOFF } from './backoff.js'
 import { createIngest, type Ingest } from './ingest.js'
-import type { IngestOptions } from './options.js'
+import type { ComplianceOptions, IngestOptions } from './options.js'
 
 export class MissingUpstreamError extends Error {
   override name = 'MissingUpstreamError'
@@ -30,6 +30,24 @@ const NO_RULES_RETRY_MS = 5_000
 const LEASE_MS = 15_000
 /** The longest single wait on upstream rate limits inside a backfill job. */
 const BACKFILL_MAX_WAIT_MS = 900_000
+/** A batch job is polled first after this long, then at doubling intervals up to the next. */
+const COMPLIANCE_POLL_MS = 1_000
+const COMPLIANCE_POLL_MAX_MS = 30_000
+/** X completes most jobs within minutes; one still running after this is retried next sweep. */
+const COMPLIANCE_JOB_TIMEOUT_MS = 2 * 3_600_000
+
+/** Compliance from the upstream: UPSTREAM_COMPLIANCE and the COMPLIANCE_* settings. */
+export function complianceOptionsFromConfig(config: Config): ComplianceOptions {
+  return {
+    mode: config.UPSTREAM_COMPLIANCE,
+    intervalMs: config.COMPLIANCE_INTERVAL_HOURS * 3_600_000,
+    jobMaxIds: config.COMPLIANCE_JOB_MAX_IDS,
+    pollMs: COMPLIANCE_POLL_MS,
+    pollMaxMs: COMPLIANCE_POLL_MAX_MS,
+    jobTimeoutMs: COMPLIANCE_JOB_TIMEOUT_MS,
+  }
+}
+
 /**
  * The ingest's options: what configuration sets, the constants above for the rest, and `tuning`
  * (tests shorten timings through it).
@@ -56,6 +74,7 @@ export function ingestOptionsFromConfig(
     backfillConcurrency: config.INGEST_BACKFILL_CONCURRENCY,
     backfillMaxWaitMs: BACKFILL_MAX_WAIT_MS,
     shutdownTimeoutMs: config.SHUTDOWN_TIMEOUT_MS,
+    compliance: complianceOptionsFromConfig(config),
     ...tuning,
   }
 }

@@ -1,12 +1,14 @@
 import type { Db } from '@threadline/db'
 import type { Logger } from '@threadline/logger'
 import type { IngestMetrics } from '@threadline/metrics'
-import { createQueue, type PostsJob } from '@threadline/queue'
+import { createQueue, type ComplianceJob, type PostsJob } from '@threadline/queue'
 import { closeRedis, createLease, type Lease, type Redis } from '@threadline/redis'
 import { once, type Service } from '@threadline/runtime'
 import type { BatcherCounts } from './batcher.js'
 import { createBackfillQueue, createBackfillWorker, type BackfillWorkerDeps } from './backfill.js'
+import { SweepStore } from './compliance/sweep.js'
 import { PostsProducer } from './jobs/queue-batch.js'
+import { ComplianceProducer } from './jobs/queue-compliance.js'
 import { RedisRoom } from './redis-room.js'
 import { runLeadership, type Leading } from './leadership.js'
 import type { IngestOptions } from './options.js'
@@ -81,6 +83,7 @@ export function createIngest(deps: IngestDeps, options: IngestOptions): Ingest {
     room,
     signal: closing.signal,
   })
+  const compliance = complianceParts(deps, options, upstream, producer)
   const backfillQueue = createBackfillQueue({ db, redis, prefix, logger: deps.logger })
   const backfillWorker =
     options.backfillWorker === false
@@ -106,6 +109,7 @@ export function createIngest(deps: IngestDeps, options: IngestOptions): Ingest {
     lease,
     postsQueue,
     producer,
+    compliance,
     backfillQueue,
     marks: new MarkStore(redis, prefix),
     streamListeners,
@@ -169,6 +173,7 @@ export function createIngest(deps: IngestDeps, options: IngestOptions): Ingest {
       await leaderLoop
       await backfillWorker?.close()
       await backfillQueue.close()
+      await compliance?.queue.close()
       await postsQueue.close()
       await lease.release()
       await closeRedis(redis)
@@ -177,6 +182,29 @@ export function createIngest(deps: IngestDeps, options: IngestOptions): Ingest {
       log.info('ingest closed')
     }),
   }
+}
+
+/** The `compliance` queue and its producer, unless UPSTREAM_COMPLIANCE is `off`. */
+function complianceParts(
+  deps: IngestDeps,
+  options: IngestOptions,
+  upstream: UpstreamClient,
+  posts: PostsProducer,
+) {
+  if (!options.compliance || options.compliance.mode === 'off') return undefined
+  const { redis, prefix, metrics } = deps
+  const queue = createQueue<ComplianceJob>('compliance', {
+    connection: redis,
+    prefix,
+    logger: deps.logger,
+  })
+  const producer = new ComplianceProducer({ queue, posts, upstream, logger: deps.logger, metrics })
+  // Read from Redis at scrape time, so every replica reports it, leading or not.
+  const store = new SweepStore(redis, prefix)
+  if (options.compliance.mode === 'jobs') {
+    metrics?.complianceSweep(async () => (await store.read()).lastCompleteAt)
+  }
+  return { queue, producer }
 }
 
 /** The backfill worker's deps: conversation backfills and window recoveries, pages as `posts` jobs. */

@@ -1,10 +1,12 @@
 import type { Db } from '@threadline/db'
 import type { Logger } from '@threadline/logger'
 import type { IngestMetrics } from '@threadline/metrics'
-import { watchJobs, type createQueue, type PostsJob } from '@threadline/queue'
+import { watchJobs, type ComplianceJob, type createQueue, type PostsJob } from '@threadline/queue'
 import type { Lease, Redis } from '@threadline/redis'
 import type { BackfillQueue } from './backfill.js'
 import { Batcher, type BatcherCounts } from './batcher.js'
+import { startCompliance } from './compliance/run.js'
+import type { ComplianceProducer } from './jobs/queue-compliance.js'
 import type { IngestOptions } from './options.js'
 import type { PostsProducer } from './jobs/queue-batch.js'
 import { WindowRecovery } from './recovery.js'
@@ -25,6 +27,12 @@ export interface LeadershipDeps {
   lease: Lease
   postsQueue: ReturnType<typeof createQueue<PostsJob>>
   producer: PostsProducer
+  /** Set when UPSTREAM_COMPLIANCE is not `off`. */
+  compliance?: {
+    queue: ReturnType<typeof createQueue<ComplianceJob>>
+    producer: ComplianceProducer
+  }
+  redis: Redis
   backfillQueue: BackfillQueue
   marks: MarkStore
   streamListeners: ReadonlySet<(e: StreamEvent) => void>
@@ -95,6 +103,7 @@ export async function runLeadership(
   for (const fn of deps.streamListeners) reader.onEvent(fn)
   show({ reader, ruleSync: sync, streamBatches: batcher.counts })
   let offLost = () => {}
+  let compliance: { close(): Promise<void> } | undefined
   const stopped = new Promise<void>((resolve) => {
     const off = deps.lease.onLost(resolve)
     offLost = () => void off()
@@ -106,9 +115,11 @@ export async function runLeadership(
     // The rules first: the stream answers 409 until the upstream holds one.
     await sync.start()
     reader.start()
+    if (deps.compliance) compliance = await startCompliance({ ...deps, ...deps.compliance })
     await stopped
   } finally {
     offLost()
+    await compliance?.close()
     // A reader held by the batcher (queue unreachable) is released by the batcher's deadline.
     const readerClosed = reader.close()
     await batcher.close(options.shutdownTimeoutMs)

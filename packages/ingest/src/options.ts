@@ -1,6 +1,20 @@
 import type { BackoffPolicy } from './backoff.js'
 import type { RedisRoomOptions } from './redis-room.js'
 
+/** How the leader learns of withdrawals (docs/configuration.md, UPSTREAM_COMPLIANCE). */
+export interface ComplianceOptions {
+  mode: 'stream' | 'jobs' | 'off'
+  /** Between the starts of two sweeps (COMPLIANCE_INTERVAL_HOURS). */
+  intervalMs: number
+  /** Ids in one batch job (COMPLIANCE_JOB_MAX_IDS). */
+  jobMaxIds: number
+  /** The first wait between two polls of a job; it doubles up to `pollMaxMs`. */
+  pollMs: number
+  pollMaxMs: number
+  /** A job not complete after this long is given up for this sweep (retried by the next). */
+  jobTimeoutMs: number
+}
+
 /** What the ingest is told (ingestOptionsFromConfig makes it from configuration). */
 export interface IngestOptions {
   upstreamUrl: string
@@ -27,6 +41,8 @@ export interface IngestOptions {
   leader?: boolean
   backfillLockDuration?: number
   backfillStalledInterval?: number
+  /** Compliance from the upstream; unset: off. */
+  compliance?: ComplianceOptions
   /** When adding jobs pauses for a nearly full Redis (defaults in RedisRoom). */
   redisRoom?: RedisRoomOptions
 }

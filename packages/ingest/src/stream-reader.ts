@@ -19,8 +19,11 @@ export interface StreamReaderOptions {
   noRulesRetryMs: number
 }
 
+/** What a reader opens: the filtered stream, or a partition of a compliance stream. */
+export type StreamSource = Pick<UpstreamClient, 'openStream' | 'hasToken'>
+
 export interface StreamReaderDeps {
-  upstream: UpstreamClient
+  upstream: StreamSource
   /** Takes one raw line, as the upstream's bytes; awaiting it is the backpressure. */
   sink: (line: Buffer) => Promise<void>
   logger: Logger

@@ -379,12 +379,73 @@ export class UpstreamClient {
    * Asks for gzip and inflates it when the upstream sends it.
    */
   openStream(backfillMinutes: number, signal: AbortSignal): Promise<StreamResponse> {
-    const url = new URL(
-      this.url('/2/tweets/search/stream', {
+    return this.openLongLived(
+      '/2/tweets/search/stream',
+      {
         ...fieldParams(),
         backfill_minutes: backfillMinutes > 0 ? String(backfillMinutes) : undefined,
-      }),
+      },
+      signal,
     )
+  }
+
+  /**
+   * Opens one partition of a compliance stream (`/2/tweets/compliance/stream` or
+   * `/2/users/compliance/stream`); the caller reads it like the filtered stream.
+   */
+  openComplianceStream(
+    kind: 'tweet' | 'user',
+    partition: number,
+    replay: { backfillMinutes?: number; startTime?: string },
+    signal: AbortSignal,
+  ): Promise<StreamResponse> {
+    const backfill = replay.backfillMinutes ?? 0
+    return this.openLongLived(
+      `/2/${kind}s/compliance/stream`,
+      {
+        partition: String(partition),
+        backfill_minutes: backfill > 0 ? String(backfill) : undefined,
+        start_time: replay.startTime,
+      },
+      signal,
+    )
+  }
+
+  /** `POST /2/compliance/jobs`: a batch compliance job, `created`, with its transfer URLs. */
+  async createComplianceJob(
+    type: 'tweets' | 'users',
+    name: string,
+    signal?: AbortSignal,
+  ): Promise<UpstreamComplianceJob> {
+    const path = '/2/compliance/jobs'
+    const res = await this.json('POST', path, {}, { type, name }, signal)
+    const job = complianceJobOf(res.json.data)
+    if (!job) throw this.failed('POST', path, res, `no job in the answer: ${res.text}`)
+    return job
+  }
+
+  /** `GET /2/compliance/jobs/:id`; undefined when the upstream no longer knows the job. */
+  async complianceJob(
+    id: string,
+    signal?: AbortSignal,
+  ): Promise<UpstreamComplianceJob | undefined> {
+    const { json } = await this.json(
+      'GET',
+      `/2/compliance/jobs/${id}`,
+      {},
+      undefined,
+      signal,
+      [200],
+    )
+    return complianceJobOf(json.data)
+  }
+
+  private openLongLived(
+    path: string,
+    params: Record<string, string | undefined>,
+    signal: AbortSignal,
+  ): Promise<StreamResponse> {
+    const url = new URL(this.url(path, params))
     const get = url.protocol === 'https:' ? https.get : http.get
     return new Promise((resolve, reject) => {
       // Its own socket (agent: false): a stream holds its connection for hours anyway, and with
@@ -418,6 +479,22 @@ export class UpstreamClient {
       })
     })
   }
+}
+
+/** What the ingest reads of X's ComplianceJob. */
+export interface UpstreamComplianceJob {
+  id: string
+  status: string
+  uploadUrl: string
+  downloadUrl: string
+}
+
+function complianceJobOf(data: unknown): UpstreamComplianceJob | undefined {
+  if (!isObj(data)) return undefined
+  const { id, status, upload_url: uploadUrl, download_url: downloadUrl } = data
+  if (typeof id !== 'string' || typeof status !== 'string') return undefined
+  if (typeof uploadUrl !== 'string' || typeof downloadUrl !== 'string') return undefined
+  return { id, status, uploadUrl, downloadUrl }
 }
 
 /** The filtered stream's response: its status and headers, and its body as bytes. */

@@ -31,6 +31,17 @@ export interface WriterMetrics {
   publishFailed(): void
   /** Outbox rows the relay published (a writer died or its fast path failed). */
   relayed(rows: number): void
+  /**
+   * A `compliance` job applied: its events by action, how many changed something, and the newest
+   * `event_at` (epoch ms) of those that came by the compliance streams (the stream path's lag).
+   */
+  complianceApplied(batch: {
+    actions: Record<string, number>
+    applied: number
+    repeated: number
+    newestStreamEventAt?: number
+    seconds: number
+  }): void
 }
 
 export function writerMetrics(registry: Registry): WriterMetrics {
@@ -79,6 +90,39 @@ export function writerMetrics(registry: Registry): WriterMetrics {
     help: 'Outbox rows published by the relay rather than by the writer that stored them',
     registers,
   })
+  const complianceEvents = new Counter({
+    name: 'threadline_writer_compliance_events_total',
+    help: 'Compliance events applied, by action (delete, user_protect, …)',
+    labelNames: ['action'] as const,
+    registers,
+  })
+  const complianceRepeated = new Counter({
+    name: 'threadline_writer_compliance_repeated_total',
+    help: 'Compliance events that were already applied (a replay, a second sweep): nothing changed',
+    registers,
+  })
+  const complianceDuration = new Histogram({
+    name: 'threadline_writer_compliance_apply_duration_seconds',
+    help: 'Time to apply one compliance job in Postgres',
+    buckets: LATENCY_BUCKETS,
+    registers,
+  })
+  let newestStreamEvent: number | undefined
+  new Gauge({
+    name: 'threadline_writer_compliance_stream_lag_seconds',
+    help: 'Now less the newest event_at applied from the compliance streams (NaN until one is)',
+    registers,
+    collect() {
+      this.set(
+        newestStreamEvent === undefined
+          ? NaN
+          : Math.max(0, (Date.now() - newestStreamEvent) / 1000),
+      )
+    },
+  })
+  for (const action of ['delete', 'user_protect', 'user_suspend', 'user_delete']) {
+    complianceEvents.inc({ action }, 0)
+  }
   // Present at zero from the start, so rate() and alerts see a series before the first event.
   posts.inc({ result: 'inserted' }, 0)
   posts.inc({ result: 'updated' }, 0)
@@ -100,6 +144,14 @@ export function writerMetrics(registry: Registry): WriterMetrics {
     batchFailed: () => batches.inc({ outcome: 'failed' }),
     publishFailed: () => publishFailures.inc(),
     relayed: (rows) => relayed.inc(rows),
+    complianceApplied(b) {
+      for (const [action, n] of Object.entries(b.actions)) complianceEvents.inc({ action }, n)
+      complianceRepeated.inc(b.repeated)
+      complianceDuration.observe(b.seconds)
+      if (b.newestStreamEventAt !== undefined && b.newestStreamEventAt > (newestStreamEvent ?? 0)) {
+        newestStreamEvent = b.newestStreamEventAt
+      }
+    },
   }
 }
 
@@ -141,6 +193,16 @@ export interface IngestMetrics {
   redisPaused(paused: () => boolean): void
   /** A window the stream missed, recovered by a replay or by search: Posts found, seconds to close. */
   windowRecovered(how: 'backfill_minutes' | 'search', posts: number, closeSeconds: number): void
+  /** Compliance events queued for the writer, by source (stream, job). */
+  complianceQueued(source: string, events: number): void
+  /** Feed every compliance stream reader's events here (connections and reconnects by cause). */
+  complianceStreamEvent(e: IngestStreamEvent): void
+  /** A compliance stream line or job result line that is not an event the ingest can read. */
+  complianceUnreadable(): void
+  /** A batch compliance job of a sweep ended: complete, or failed, expired, timeout (retried next sweep). */
+  complianceJobEnded(end: 'complete' | 'failed' | 'expired' | 'timeout'): void
+  /** When the last sweep all of whose jobs completed ended (epoch ms), read at scrape time. */
+  complianceSweep(lastCompleteAt: () => Promise<number | undefined>): void
 }
 
 export function ingestMetrics(registry: Registry): IngestMetrics {
@@ -209,6 +271,47 @@ export function ingestMetrics(registry: Registry): IngestMetrics {
       this.set(isLeader?.() ? 1 : 0)
     },
   })
+  const complianceQueued = new Counter({
+    name: 'threadline_ingest_compliance_events_queued_total',
+    help: 'Compliance events queued for the writer, by source (stream, job)',
+    labelNames: ['source'] as const,
+    registers,
+  })
+  const complianceConnects = new Counter({
+    name: 'threadline_ingest_compliance_stream_connects_total',
+    help: 'Successful connections to a partition of the upstream compliance streams',
+    registers,
+  })
+  const complianceReconnects = new Counter({
+    name: 'threadline_ingest_compliance_reconnects_total',
+    help: 'Compliance stream disconnections followed by a reconnect, by cause',
+    labelNames: ['cause'] as const,
+    registers,
+  })
+  const complianceUnreadable = new Counter({
+    name: 'threadline_ingest_compliance_unreadable_total',
+    help: 'Compliance stream lines or job result lines that were not a readable event',
+    registers,
+  })
+  const complianceJobs = new Counter({
+    name: 'threadline_ingest_compliance_jobs_total',
+    help: 'Batch compliance jobs of the sweep by how they ended (failed, expired, timeout: retried next sweep)',
+    labelNames: ['end'] as const,
+    registers,
+  })
+  let lastSweep: (() => Promise<number | undefined>) | undefined
+  new Gauge({
+    name: 'threadline_ingest_compliance_sweep_age_seconds',
+    help: 'Seconds since the last compliance sweep all of whose jobs completed (+Inf: none yet)',
+    registers,
+    async collect() {
+      if (!lastSweep) return
+      const at = await lastSweep().catch(() => undefined)
+      this.set(at === undefined ? Infinity : Math.max(0, (Date.now() - at) / 1000))
+    },
+  })
+  for (const source of ['stream', 'job']) complianceQueued.inc({ source }, 0)
+  for (const end of ['complete', 'failed', 'expired', 'timeout']) complianceJobs.inc({ end }, 0)
   let isPaused: (() => boolean) | undefined
   new Gauge({
     name: 'threadline_ingest_redis_paused',
@@ -220,6 +323,18 @@ export function ingestMetrics(registry: Registry): IngestMetrics {
   })
   const cause = (source: string) => (source === 'stream' ? 'stream' : 'backfill')
   return {
+    complianceQueued: (source, n) =>
+      complianceQueued.inc({ source: source === 'stream' ? 'stream' : 'job' }, n),
+    complianceStreamEvent(e) {
+      if (e.type === 'connected') complianceConnects.inc()
+      else if (e.type === 'disconnected') complianceReconnects.inc({ cause: reconnectCause(e) })
+      else complianceUnreadable.inc()
+    },
+    complianceUnreadable: () => complianceUnreadable.inc(),
+    complianceJobEnded: (end) => complianceJobs.inc({ end }),
+    complianceSweep(fn) {
+      lastSweep = fn
+    },
     streamEvent(e) {
       if (e.type === 'connected') connects.inc()
       else if (e.type === 'error-line') errorLines.inc()

@@ -13,8 +13,8 @@ const QUEUE_SAMPLE_MS = 5_000
 /** The queues each role works on, whose depth and age its process samples. */
 const ROLE_QUEUES: Record<string, readonly QueueName[]> = {
   api: [],
-  ingest: ['posts', 'backfill'],
-  writer: ['posts', 'activity'],
+  ingest: ['posts', 'backfill', 'compliance'],
+  writer: ['posts', 'compliance', 'activity'],
   delivery: ['activity', 'webhooks'],
 }
 

@@ -204,10 +204,11 @@ describe('metrics', () => {
 
   it('samples the queues of the roles a process runs', () => {
     expect(queuesForRoles(['api'])).toEqual([])
-    expect(queuesForRoles(['writer'])).toEqual(['posts', 'activity'])
+    expect(queuesForRoles(['writer'])).toEqual(['posts', 'compliance', 'activity'])
     expect(queuesForRoles(['api', 'ingest', 'writer', 'delivery']).sort()).toEqual([
       'activity',
       'backfill',
+      'compliance',
       'posts',
       'webhooks',
     ])
@@ -235,5 +236,56 @@ describe('metrics', () => {
       exprs.flatMap((e) => e.match(/\b(?:threadline|process|nodejs)_\w+/g) ?? []),
     )
     expect([...used].filter((name) => !families.has(name))).toEqual([])
+  })
+})
+
+describe('compliance metrics', () => {
+  it('count applied events by action and give the stream path’s lag', async () => {
+    const m = createMetrics({ defaultMetrics: false })
+    const w = m.writer()
+    expect(await value(m, 'threadline_writer_compliance_events_total', { action: 'delete' })).toBe(
+      0,
+    )
+    expect(await value(m, 'threadline_writer_compliance_stream_lag_seconds')).toBeNaN()
+    w.complianceApplied({
+      actions: { delete: 3, user_protect: 1 },
+      applied: 3,
+      repeated: 1,
+      newestStreamEventAt: Date.now() - 4_000,
+      seconds: 0.01,
+    })
+    w.complianceApplied({ actions: { delete: 2 }, applied: 2, repeated: 0, seconds: 0.01 })
+    expect(await value(m, 'threadline_writer_compliance_events_total', { action: 'delete' })).toBe(
+      5,
+    )
+    expect(await value(m, 'threadline_writer_compliance_repeated_total')).toBe(1)
+    const lag = await value(m, 'threadline_writer_compliance_stream_lag_seconds')
+    expect(lag).toBeGreaterThanOrEqual(4)
+    expect(lag).toBeLessThan(60)
+  })
+
+  it('give the age of the last complete sweep, +Inf before the first', async () => {
+    const m = createMetrics({ defaultMetrics: false })
+    const i = m.ingest()
+    const sweep: { lastCompleteAt?: number } = {}
+    i.complianceSweep(async () => sweep.lastCompleteAt)
+    expect(await value(m, 'threadline_ingest_compliance_sweep_age_seconds')).toBe(Infinity)
+    sweep.lastCompleteAt = Date.now() - 3_600_000
+    const age = await value(m, 'threadline_ingest_compliance_sweep_age_seconds')
+    expect(age).toBeGreaterThanOrEqual(3_600)
+    expect(age).toBeLessThan(3_660)
+    i.complianceStreamEvent({ type: 'connected' })
+    i.complianceStreamEvent({
+      type: 'disconnected',
+      reason: 'stream ended',
+      failure: { kind: 'network' },
+    })
+    expect(await value(m, 'threadline_ingest_compliance_stream_connects_total')).toBe(1)
+    expect(
+      await value(m, 'threadline_ingest_compliance_reconnects_total', { cause: 'ended' }),
+    ).toBe(1)
+    expect(await value(m, 'threadline_ingest_reconnects_total', { cause: 'ended' })).toBeUndefined()
+    i.complianceJobEnded('expired')
+    expect(await value(m, 'threadline_ingest_compliance_jobs_total', { end: 'expired' })).toBe(1)
   })
 })

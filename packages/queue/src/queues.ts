@@ -73,6 +73,12 @@ export const QUEUES = {
       removeOnFail: { count: 10_000, age: 7 * 24 * 3_600 },
     } satisfies JobsOptions,
   },
+  /**
+   * `compliance`: withdrawals learnt from the upstream (its compliance streams or batch jobs), for
+   * the writer to apply. Applying is idempotent in Postgres, and a withdrawal must never be
+   * dropped (docs/architecture.md, "Compliance"): like `posts`.
+   */
+  compliance: { name: 'compliance', jobOptions: NEVER_DROP },
   // --- activity ---
   /**
    * `activity`: what a relayed outbox batch stored, turned into events by the delivery service.

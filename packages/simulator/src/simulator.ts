@@ -5,7 +5,12 @@ import { silentLogger, type Logger } from '@threadline/logger'
 import { once, type Service } from '@threadline/runtime'
 import { InvalidRequestError } from './params.js'
 import { RuleStore, queryCompiler, type RuleCompiler } from './rules.js'
+import { ComplianceJobs, type ComplianceJobFaults } from './compliance-jobs.js'
+import { ComplianceHub } from './compliance-stream.js'
 import { admin } from './routes/admin.js'
+import { complianceJobRoutes } from './routes/compliance-jobs.js'
+import { complianceStreamRoutes } from './routes/compliance-stream.js'
+import { complianceTransfer } from './routes/compliance-transfer.js'
 import { lookupRoutes } from './routes/lookup.js'
 import { HttpError, problem, send, type SimContext, type SimRoute } from './routes/route.js'
 import { rulesRoutes } from './routes/rules.js'
@@ -13,6 +18,7 @@ import { searchRoutes } from './routes/search.js'
 import { streamRoutes } from './routes/stream.js'
 import { StreamHub, type Deliveries, type Faults } from './stream.js'
 import { createWorld, type SimPost, type World, type WorldOptions } from './world.js'
+import { createWithdrawals, type Withdrawals } from './world-withdrawals.js'
 
 export interface SimulatorOptions {
   host?: string
@@ -44,7 +50,26 @@ export interface SimulatorOptions {
   recordLimit?: number
   /** Rule and search query compiler; the default is the query package's language. */
   compileRule?: RuleCompiler
+  /** Withdrawals (deletes, protects, …) the world makes per minute on its own; 0: only on demand. */
+  withdrawalsPerMinute?: number
+  /** How long an uploaded batch compliance job stays `in_progress` (default 1 s). */
+  complianceJobMs?: number
   logger?: Logger
+}
+
+/** The upstream's compliance side: the world's withdrawals, its streams and batch jobs. */
+export interface SimulatorCompliance {
+  readonly withdrawals: Withdrawals
+  readonly jobFaults: ComplianceJobFaults
+  /** Ends every open compliance stream abruptly; returns how many. */
+  dropStreams(): number
+  stats(): {
+    events: number
+    streams: number
+    sent: { tweet: number; user: number }
+    jobsCreated: number
+    jobsUploaded: number
+  }
 }
 
 export interface SimulatorStats {
@@ -63,6 +88,7 @@ export interface Simulator extends Service {
   readonly world: World
   readonly rules: RuleStore
   readonly faults: Faults
+  readonly compliance: SimulatorCompliance
   stats(): SimulatorStats
   resetSent(): void
   /** Makes `count` Posts now and streams those that match. */
@@ -100,11 +126,15 @@ export function createSimulator(options: SimulatorOptions = {}): Simulator {
       return { users }
     })
   const rules = new RuleStore(compile)
+  const withdrawals = createWithdrawals(world, seed)
+  const keepAliveMs = options.keepAliveMs ?? 20_000
+  const complianceHub = new ComplianceHub(withdrawals, keepAliveMs)
+  const jobs = new ComplianceJobs(withdrawals, options.complianceJobMs ?? 1_000)
   const hub = new StreamHub({
     world,
     rules,
     logger,
-    keepAliveMs: options.keepAliveMs ?? 20_000,
+    keepAliveMs,
     maxBufferBytes: options.maxStreamBufferBytes ?? 16 * 1024 * 1024,
     slowReader: options.slowReader ?? 'disconnect',
     recordDeliveries: options.recordDeliveries ?? true,
@@ -131,6 +161,7 @@ export function createSimulator(options: SimulatorOptions = {}): Simulator {
 
   // Live generation: a tick makes the Posts due since the last one, all in one batch.
   let timer: NodeJS.Timeout | undefined
+  let withdrawalTimer: NodeJS.Timeout | undefined
   let baseMs = 0
   let madeSinceBase = 0
   let madeLive = 0
@@ -188,12 +219,17 @@ export function createSimulator(options: SimulatorOptions = {}): Simulator {
     maxConnections,
     grantBackfill: options.grantBackfill ?? true,
     connected: () => void streamConnects++,
+    withdrawals,
+    compliance: complianceHub,
+    jobs,
   }
   const routes: SimRoute[] = [
     ...rulesRoutes(ctx),
     ...streamRoutes(ctx),
     ...searchRoutes(ctx),
     ...lookupRoutes(ctx),
+    ...complianceStreamRoutes(ctx),
+    ...complianceJobRoutes(ctx),
   ]
   const routeOf = (method: string, path: string) =>
     routes.find(
@@ -205,6 +241,8 @@ export function createSimulator(options: SimulatorOptions = {}): Simulator {
     const method = req.method ?? 'GET'
     const u = new URL(req.url ?? '/', 'http://simulator')
     const path = u.pathname.replace(/\/+$/, '') || '/'
+    // Signed transfer URLs of batch compliance jobs: no bearer token, as on X.
+    if (await complianceTransfer(jobs, req, res, path, u.searchParams)) return
     if (!authorized(req)) {
       req.resume()
       return send(res, 401, problem(401, 'Unauthorized', 'Unauthorized'))
@@ -290,6 +328,18 @@ export function createSimulator(options: SimulatorOptions = {}): Simulator {
     world,
     rules,
     faults: hub.faults,
+    compliance: {
+      withdrawals,
+      jobFaults: jobs.faults,
+      dropStreams: () => complianceHub.drop(),
+      stats: () => ({
+        events: withdrawals.size,
+        streams: complianceHub.size,
+        sent: { ...complianceHub.sent },
+        jobsCreated: jobs.created,
+        jobsUploaded: jobs.uploaded,
+      }),
+    },
     stats: statsSnapshot,
     resetSent: () => hub.resetSent(),
     emit: (count) => produce(world.generate(count)),
@@ -313,10 +363,16 @@ export function createSimulator(options: SimulatorOptions = {}): Simulator {
         madeSinceBase = 0
         timer = setInterval(tick, rate >= 100 ? 10 : Math.min(100, Math.max(10, 1000 / rate)))
       }
+      const perMinute = options.withdrawalsPerMinute ?? 0
+      if (perMinute > 0) {
+        withdrawalTimer = setInterval(() => withdrawals.step(), 60_000 / perMinute)
+      }
       logger.info({ url, seed, rate, posts: world.size }, 'simulator listening')
     },
     close: once(async () => {
       clearInterval(timer)
+      clearInterval(withdrawalTimer)
+      complianceHub.close()
       // Streams first: a server with open long-lived responses never finishes closing.
       await hub.closeAll()
       if (!server.listening) return

@@ -8,7 +8,8 @@ const CRLF = '\r\n'
 /** Posts of a backfill a step of its replay matches against the rules (see replayStep). */
 const REPLAY_SCAN = 2_000
 
-export type Route = 'stream' | 'rules' | 'search' | 'lookup' | 'users' | 'any'
+export type Route =
+  'stream' | 'rules' | 'search' | 'lookup' | 'users' | 'compliance' | 'compliance-jobs' | 'any'
 
 export interface FailNextOptions {
   /** HTTP status to answer with (429 carries x-rate-limit-reset). Default 429. */

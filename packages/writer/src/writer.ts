@@ -6,11 +6,14 @@ import {
   createPayloadSweeper,
   createQueue,
   createWorker,
+  type ComplianceJob,
+  type ComplianceJobResult,
   type PostsJob,
   type PostsJobResult,
 } from '@threadline/queue'
 import { closeRedis, trimStored, type Redis } from '@threadline/redis'
 import { once, repeatEvery, withDeadline, type Repeating, type Service } from '@threadline/runtime'
+import { applyComplianceJob } from './jobs/apply-compliance.js'
 import { storePostsJob } from './jobs/store-posts.js'
 import { createPublisher, type Publisher } from './publish.js'
 import { RecentlyStored } from './recent.js'
@@ -114,6 +117,26 @@ export function createWriter(deps: WriterDeps, options: WriterOptions): Writer {
     metrics?.batchFailed()
     log.warn({ err, jobId: job?.id, attempts: job?.attemptsMade }, 'batch failed; will retry')
   })
+  // Withdrawals on a worker of their own: a backlog of Posts never holds one back.
+  const complianceWorker = createWorker<ComplianceJob, ComplianceJobResult>(
+    'compliance',
+    applyComplianceJob({
+      db,
+      redis,
+      logger: log,
+      metrics,
+      prefix,
+      streamRetentionMs: options.streamRetentionMs,
+    }),
+    { connection: redis, prefix, logger: deps.logger },
+    { ...options, concurrency: Math.min(2, options.concurrency) },
+  )
+  complianceWorker.on('failed', (job, err) => {
+    log.warn(
+      { err, jobId: job?.id, attempts: job?.attemptsMade },
+      'compliance job failed; will retry',
+    )
+  })
   const postsQueue = options.payloadSweepMs
     ? createQueue<PostsJob>('posts', { connection: redis, prefix, logger: deps.logger })
     : undefined
@@ -123,7 +146,11 @@ export function createWriter(deps: WriterDeps, options: WriterOptions): Writer {
     relay: () => publisher.relay(),
     async start() {
       void worker.run().catch((err: unknown) => log.error({ err }, 'worker stopped'))
+      void complianceWorker
+        .run()
+        .catch((err: unknown) => log.error({ err }, 'compliance worker stopped'))
       await worker.waitUntilReady()
+      await complianceWorker.waitUntilReady()
       running = startPasses(deps, options, publisher, postsQueue, log)
       log.info({ concurrency: options.concurrency }, 'writer started')
     },
@@ -132,10 +159,12 @@ export function createWriter(deps: WriterDeps, options: WriterOptions): Writer {
       try {
         // Finish the jobs in hand; past the deadline, let go of them (their locks lapse and another
         // worker takes them as stalled: nothing is lost, only repeated).
-        await withDeadline(options.shutdownTimeoutMs, 'worker.close', () => worker.close())
+        await withDeadline(options.shutdownTimeoutMs, 'worker.close', () =>
+          Promise.all([worker.close(), complianceWorker.close()]),
+        )
       } catch (err) {
-        log.warn({ err }, 'closing the worker timed out; forcing')
-        await worker.close(true)
+        log.warn({ err }, 'closing the workers timed out; forcing')
+        await Promise.all([worker.close(true), complianceWorker.close(true)])
       }
       await publisher.relaySafely()
       await activity.close()

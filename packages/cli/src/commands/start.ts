@@ -13,7 +13,11 @@ import {
   deliveryOptionsFromConfig,
   type DeliveryOptions,
 } from '@threadline/delivery'
-import { ingestFromConfig, type IngestOptions } from '@threadline/ingest'
+import {
+  complianceOptionsFromConfig,
+  ingestFromConfig,
+  type IngestOptions,
+} from '@threadline/ingest'
 import type { Logger } from '@threadline/logger'
 import {
   createProcessMetrics,
@@ -200,6 +204,21 @@ function demo(
   }
 }
 
+/** Withdrawals in the demo's simulator: one every 15 s, so a deletion reaches the viewer soon. */
+const DEMO_WITHDRAWALS_PER_MINUTE = 4
+
+/**
+ * The demo's world withdraws Posts and users as it goes, and against the built-in simulator (an
+ * upstream with X's compliance streams) the ingest reads them from its compliance streams, so a
+ * deletion shows within seconds rather than at the next sweep (docs/architecture.md, "Compliance").
+ */
+function demoTuning(config: Config, tuning: RoleTuning): RoleTuning {
+  const simulator = { withdrawalsPerMinute: DEMO_WITHDRAWALS_PER_MINUTE, ...tuning.simulator }
+  if (config.UPSTREAM_URL || config.UPSTREAM_COMPLIANCE === 'off') return { ...tuning, simulator }
+  const compliance = { ...complianceOptionsFromConfig(config), mode: 'stream' as const }
+  return { ...tuning, simulator, ingest: { compliance, ...tuning.ingest } }
+}
+
 /**
  * `threadline start [--roles …] [--migrate] [--simulate] [--demo]`: runs the given roles in this
  * process until a signal. With the ingest and no UPSTREAM_URL (or with --simulate) it also runs the
@@ -209,9 +228,10 @@ export async function start(
   config: Config,
   logger: Logger,
   options: { roles: string[]; migrate: boolean; simulate: boolean; demo: boolean },
-  tuning: RoleTuning = {},
+  givenTuning: RoleTuning = {},
   terminal?: Terminal,
 ): Promise<void> {
+  const tuning = options.demo ? demoTuning(config, givenTuning) : givenTuning
   if (options.migrate || options.demo) await migrate(config)
   // First in, last out: /metrics answers while the roles start and stop (METRICS_PORT=0: off).
   const processMetrics = createProcessMetrics(metricsDepsFromConfig(config, logger), {

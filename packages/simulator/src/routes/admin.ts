@@ -3,7 +3,16 @@ import type { MalformedKind, Route } from '../stream.js'
 import type { SimPost } from '../world.js'
 import { HttpError, isObject, problem, readBody, type SimContext } from './route.js'
 
-const ROUTES: readonly Route[] = ['stream', 'rules', 'search', 'lookup', 'users', 'any']
+const ROUTES: readonly Route[] = [
+  'stream',
+  'rules',
+  'search',
+  'lookup',
+  'users',
+  'compliance',
+  'compliance-jobs',
+  'any',
+]
 const MALFORMED: readonly MalformedKind[] = ['truncated', 'not-json', 'no-id']
 const oneOf = <T extends string>(list: readonly T[], v: unknown): T | undefined =>
   list.find((item) => item === v)
@@ -44,6 +53,13 @@ export async function admin(
     case 'POST /_sim/sent/reset':
       hub.resetSent()
       return { status: 200, body: { ok: true } }
+    case 'POST /_sim/withdraw': {
+      // A Post deleted now, or one event of the world's mix.
+      const id = body.post_id
+      const event =
+        typeof id === 'string' ? deps.withdrawals.deletePost(id) : deps.withdrawals.step()
+      return { status: 200, body: { event: event ?? null } }
+    }
     case 'GET /_sim/demo':
       return { status: 200, body: { conversation_ids: world.demoConversations() } }
     case 'POST /_sim/emit': {

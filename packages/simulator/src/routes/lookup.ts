@@ -12,6 +12,17 @@ const notFoundError = (kind: 'tweet' | 'user', param: string, id: string) => ({
   type: 'https://api.twitter.com/2/problems/resource-not-found',
 })
 
+/** X's item for a Post it may not show (its author is protected). */
+const notAuthorizedError = (param: string, id: string) => ({
+  value: id,
+  detail: `Sorry, you are not authorized to see the Tweet with ${param}: [${id}].`,
+  title: 'Authorization Error',
+  resource_type: 'tweet',
+  parameter: param,
+  resource_id: id,
+  type: 'https://api.twitter.com/2/problems/not-authorized-for-resource',
+})
+
 const USER_PARAMS = {
   'user.fields': FIELD_PARAMS['user.fields'],
   'tweet.fields': FIELD_PARAMS['tweet.fields'],
@@ -19,7 +30,7 @@ const USER_PARAMS = {
 } as const
 
 /** `GET /2/tweets`, `/2/tweets/:id`, `/2/users` and `/2/users/:id`. */
-export function lookupRoutes({ world }: SimContext): SimRoute[] {
+export function lookupRoutes({ world, withdrawals }: SimContext): SimRoute[] {
   function posts(ids: readonly string[], params: FieldValues, single: boolean): string {
     const view = viewOf(params)
     const includes = new IncludesBuilder(world, view)
@@ -27,8 +38,14 @@ export function lookupRoutes({ world }: SimContext): SimRoute[] {
     const param = single ? 'id' : 'ids'
     for (const id of ids) {
       const post = world.get(id)
-      if (!post) {
-        includes.error(notFoundError('tweet', param, id))
+      // A withdrawn Post answers as X does: protected → not authorized, else not found.
+      const withdrawn = withdrawals.postState(id, post?.authorId)
+      if (!post || withdrawn) {
+        includes.error(
+          withdrawn === 'protected'
+            ? notAuthorizedError(param, id)
+            : notFoundError('tweet', param, id),
+        )
         continue
       }
       found.push(postJson(world, post, view))
@@ -46,7 +63,8 @@ export function lookupRoutes({ world }: SimContext): SimRoute[] {
     const param = single ? 'id' : 'ids'
     for (const id of ids) {
       const user = world.user(id)
-      if (user) found.push(userJson(user, view))
+      const gone = withdrawals.userState(id)
+      if (user && gone !== 'deactivated' && gone !== 'suspended') found.push(userJson(user, view))
       else errors.push(notFoundError('user', param, id))
     }
     const errorsPart = errors.length > 0 ? `"errors":${JSON.stringify(errors)}` : ''

@@ -1,8 +1,11 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { parseQuery, type ParamsOf, type ParamsSpec } from '../params.js'
+import type { ComplianceJobs } from '../compliance-jobs.js'
+import type { ComplianceHub } from '../compliance-stream.js'
 import type { RuleCompiler, RuleStore } from '../rules.js'
 import type { Route, StreamHub } from '../stream.js'
 import type { World } from '../world.js'
+import type { Withdrawals } from '../world-withdrawals.js'
 
 export const JSON_TYPE = 'application/json; charset=utf-8'
 const MAX_BODY = 1024 * 1024
@@ -75,6 +78,10 @@ export interface SimContext {
   grantBackfill: boolean
   /** Counts a stream connection accepted (stats). */
   connected(): void
+  /** The world's withdrawals, the compliance streams' connections and the batch jobs. */
+  withdrawals: Withdrawals
+  compliance: ComplianceHub
+  jobs: ComplianceJobs
 }
 
 export interface RouteCall<S extends ParamsSpec> {
