@@ -83,7 +83,10 @@ export function createIngest(deps: IngestDeps, options: IngestOptions): Ingest {
     room,
     signal: closing.signal,
   })
-  const compliance = complianceParts(deps, options, upstream, producer)
+  const compliance = complianceParts(deps, options, upstream, producer, {
+    room,
+    signal: closing.signal,
+  })
   const backfillQueue = createBackfillQueue({ db, redis, prefix, logger: deps.logger })
   const backfillWorker =
     options.backfillWorker === false
@@ -190,6 +193,7 @@ function complianceParts(
   options: IngestOptions,
   upstream: UpstreamClient,
   posts: PostsProducer,
+  pause: { room: RedisRoom; signal: AbortSignal },
 ) {
   if (!options.compliance || options.compliance.mode === 'off') return undefined
   const { redis, prefix, metrics } = deps
@@ -198,7 +202,14 @@ function complianceParts(
     prefix,
     logger: deps.logger,
   })
-  const producer = new ComplianceProducer({ queue, posts, upstream, logger: deps.logger, metrics })
+  const producer = new ComplianceProducer({
+    queue,
+    posts,
+    upstream,
+    logger: deps.logger,
+    metrics,
+    ...pause,
+  })
   // Read from Redis at scrape time, so every replica reports it, leading or not.
   const store = new SweepStore(redis, prefix)
   if (options.compliance.mode === 'jobs') {

@@ -11,6 +11,7 @@ import {
 } from '@threadline/queue'
 import type { UpstreamClient } from '../upstream.js'
 import type { PostsProducer } from './queue-batch.js'
+import type { RedisRoom } from '../redis-room.js'
 
 /** Lookup takes at most 100 ids a request. */
 const LOOKUP_MAX_IDS = 100
@@ -22,6 +23,9 @@ export interface ComplianceProducerDeps {
   upstream: UpstreamClient
   logger: Logger
   metrics?: IngestMetrics
+  /** Holds each add while Redis is nearly full, until `signal` aborts (the ingest closing). */
+  room?: RedisRoom
+  signal?: AbortSignal
 }
 
 /**
@@ -49,6 +53,8 @@ export class ComplianceProducer {
         i * COMPLIANCE_BATCH_MAX_EVENTS,
         (i + 1) * COMPLIANCE_BATCH_MAX_EVENTS,
       )
+      const { room, signal } = this.deps
+      if (room) await room.wait(signal ?? new AbortController().signal)
       await addComplianceBatch(this.deps.queue, chunk, complianceJobId(batchId, i))
       this.deps.metrics?.complianceQueued(chunk[0]!.source, chunk.length)
     }
