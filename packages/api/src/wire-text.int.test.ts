@@ -138,7 +138,7 @@ describe('prepared statements', () => {
       await searchWirePosts(db, () => sql<boolean>`lang = 'es'`, { limit: 5 }, fields)
     })
     expect(statements).toHaveLength(2)
-    expect(statements.some((s) => s.includes('any('))).toBe(true)
+    expect(statements.some((s) => s.includes('unnest('))).toBe(true)
     expect(statements.some((s) => s.includes('"conversation_id" ='))).toBe(true)
     expect(statements.some((s) => s.includes("'es'"))).toBe(false)
   })

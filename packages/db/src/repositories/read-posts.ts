@@ -4,6 +4,7 @@ import {
   type Expression,
   type ExpressionBuilder,
   type RawBuilder,
+  type SelectExpression,
   type SqlBool,
 } from 'kysely'
 import { snowflakeAt, type Withdrawal, type WirePost, type WireUser } from '@threadline/domain'
@@ -70,14 +71,29 @@ export type ReadUser = {
   raw: WireUser
 }
 
+/**
+ * The Posts of `ids` with `columns`, each id read by a probe of its own partition: a LATERAL join
+ * prunes partitions per id at run time, where `id = ANY($1)` probes every partition's index (the
+ * target of `bench growth`: a lookup's p99 grows < 1.5× from 1 M to 10 M Posts, partitioned).
+ */
+function postsOfIds<C extends SelectExpression<Database, 'posts'>>(
+  db: Db,
+  ids: RawBuilder<unknown>,
+  columns: readonly C[],
+) {
+  return db
+    .selectFrom(sql<{ id: string }>`(SELECT DISTINCT unnest(${ids}::bigint[]) AS id)`.as('wanted'))
+    .innerJoinLateral(
+      (eb) => eb.selectFrom('posts').select(columns).whereRef('posts.id', '=', 'wanted.id').as('p'),
+      (join) => join.onTrue(),
+    )
+    .selectAll('p')
+}
+
 /** Posts by id, in one statement; ids not stored are simply absent. */
 export async function postsByIds(db: Db, ids: readonly string[]): Promise<ReadPost[]> {
   if (ids.length === 0) return []
-  return db
-    .selectFrom('posts')
-    .select(POST_COLUMNS)
-    .where('id', '=', sql<string>`any(${sql.val(ids)}::bigint[])`)
-    .execute()
+  return (await postsOfIds(db, sql.val(ids), POST_COLUMNS).execute()) as ReadPost[]
 }
 
 /** Users by id, in one statement; a user X withdrew is never read (docs/api.md §7). */
@@ -184,11 +200,7 @@ function lookupStatement(db: Db, fields: readonly string[]) {
   let statement = lookupStatements.get(key)
   if (!statement) {
     const { wanted, columns } = wireColumns(fields)
-    const compiled = db
-      .selectFrom('posts')
-      .select(columns)
-      .where('id', '=', sql<string>`any(${sql.val([])}::bigint[])`)
-      .compile()
+    const compiled = postsOfIds(db, sql.val([]), columns).compile()
     statement = { sql: compiled.sql, wanted }
     if (lookupStatements.size < 256) lookupStatements.set(key, statement)
   }
