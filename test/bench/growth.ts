@@ -33,9 +33,11 @@ import { log } from './lib/setup.js'
 
 /**
  * pnpm bench growth [--steps 1000000,2000000,5000000,10000000] [--sample 20000] [--reads 200]
+ *   [--per-day 100000]
  * How the store behaves as it grows (docs/capacity.md §2), partitioned by day and, in the same
- * run, unpartitioned. At each step the store is filled up to the step's size with a month of
- * history generated in SQL (fast), then measured: rows/s of `--sample` Posts through the writer's
+ * run, unpartitioned. At each step the store is filled up to the step's size with history
+ * generated in SQL (fast), `--per-day` Posts a day back from yesterday: a store grows by days, so
+ * the recent days a 7-day search reads hold as many Posts at 10 M as at 1 M. Then measured: rows/s of `--sample` Posts through the writer's
  * statement (storeBatch, batches of 500 of ~1 KB lines, today's Posts) against a COPY of as many
  * other Posts into the same `posts` table; and p50/p99 of four reads, `--reads` times each: a
  * lookup of 100 ids, a search page (100) of one conversation, a recent search for a keyword with a
@@ -49,13 +51,16 @@ const { values } = parseArgs({
     steps: { type: 'string', default: '1000000,2000000,5000000,10000000' },
     sample: { type: 'string', default: '20000' },
     reads: { type: 'string', default: '200' },
+    'per-day': { type: 'string', default: '100000' },
   },
 })
 const steps = values.steps.split(',').map(Number)
 const sample = Number(values.sample)
 const reads = Number(values.reads)
+/** History Posts a day: a store grows by days, each as busy as the last (10 M = 100 days). */
+const perDay = Number(values['per-day'])
 const DAY = 86_400_000
-const HISTORY_DAYS = 30
+const HISTORY_DAYS = Math.ceil(Math.max(...steps) / perDay)
 const FILL_CHUNK = 200_000
 const READS = ['lookup_100', 'conversation_search', 'recent_search', 'conversation_first_page']
 
@@ -68,12 +73,33 @@ interface StepFigures {
 }
 
 const midnight = (offset: number) => new Date(Math.floor(Date.now() / DAY) * DAY + offset * DAY)
+/** History ends where yesterday begins: today's partitions take the samples. */
+const HISTORY_END = midnight(-1).getTime()
+const EPOCH = 1288834974657
+/**
+ * The id of history row `g`: day ⌊g / perDay⌋ back from HISTORY_END, a distinct millisecond in
+ * it (7919 is prime to a day's milliseconds), a sequence of g mod 4096. `fill` computes the same.
+ */
+const historyId = (g: number) =>
+  (
+    ((BigInt(HISTORY_END - EPOCH) -
+      BigInt(Math.floor(g / perDay) + 1) * BigInt(DAY) +
+      ((BigInt(g) * 7919n) % BigInt(DAY))) <<
+      22n) |
+    BigInt(g % 4096)
+  ).toString()
 
 /** Daily partitions over the history window, in place of the coarse one that holds it. */
 async function dailyHistory(db: Db) {
   for (const table of ['posts', 'post_references', 'conversations'] as PartitionedTable[]) {
     const coarse = (await listPartitions(db, table)).find((p) => p.to === snowflakeAt(midnight(-1)))
     if (!coarse) continue
+    if (
+      coarse.from !== undefined &&
+      BigInt(coarse.from) > BigInt(snowflakeAt(midnight(-HISTORY_DAYS - 1)))
+    ) {
+      throw new Error(`${HISTORY_DAYS} days of history reach past ${coarse.name}: raise --per-day`)
+    }
     await sql`DROP TABLE ${sql.table(coarse.name)}`.execute(db)
     await createPartition(db, table, { ...coarse, to: snowflakeAt(midnight(-HISTORY_DAYS - 1)) })
     for (const range of dailyRanges(table, midnight(-HISTORY_DAYS - 1), midnight(-1))) {
@@ -83,26 +109,22 @@ async function dailyHistory(db: Db) {
 }
 
 /**
- * History rows from `from` to `to` (global row numbers): spread over the window by a stride
- * (distinct ms and sequence for every row), ~700 B of raw, a few search terms, conversations of
- * ~100 rows by hour, a quote for one row in 20.
+ * History rows from `from` to `to` (global row numbers), at `historyId`: ~700 B of raw, a few
+ * search terms, conversations of the rows of an hour, a quote for one row in 20.
  */
 async function fill(db: Db, from: number, to: number) {
-  const start = Date.now() - (HISTORY_DAYS + 1) * DAY
-  const spanMs = HISTORY_DAYS * DAY
-  const epoch = 1288834974657
   for (let a = from; a < to; a += FILL_CHUNK) {
     const b = Math.min(to, a + FILL_CHUNK)
     await sql`
       WITH s AS (
-        SELECT g, ((${start - epoch}::bigint + (g::bigint * 7919) % ${spanMs}::bigint) << 22)
-          | (g % 4096) AS id
+        SELECT g, ((${HISTORY_END - EPOCH}::bigint - (g / ${perDay}::bigint + 1) * ${DAY}::bigint
+          + (g::bigint * 7919) % ${DAY}::bigint) << 22) | (g % 4096) AS id
         FROM generate_series(${a}::bigint, ${b - 1}::bigint) g),
       p AS (
         INSERT INTO posts (id, conversation_id, author_id, text, created_at, lang, like_count, raw,
           observed_at, search_terms)
         SELECT id, ((id >> 22) / 3600000 * 3600000) << 22, g % 50000, 'history ' || g,
-          to_timestamp((${epoch}::bigint + (id >> 22)) / 1000.0), 'en', g % 11,
+          to_timestamp((${EPOCH}::bigint + (id >> 22)) / 1000.0), 'en', g % 11,
           jsonb_build_object('id', id::text, 'text', repeat('x', 600)), now(),
           ARRAY['w' || (g % 5000), 'common', 'lang:en']
         FROM s RETURNING id, conversation_id)
@@ -174,13 +196,6 @@ async function timeReads(db: Db, total: number, root: string) {
   const byConversation = compileSql(conversation.ast)
   const byKeyword = compileSql(keyword.ast)
   const fields = ['created_at', 'conversation_id', 'author_id']
-  const start = Date.now() - (HISTORY_DAYS + 1) * DAY
-  const historyId = (g: number) =>
-    (
-      ((BigInt(start - 1288834974657) + ((BigInt(g) * 7919n) % BigInt(HISTORY_DAYS * DAY))) <<
-        22n) |
-      BigInt(g % 4096)
-    ).toString()
   const timed = async (name: string, fn: () => Promise<unknown>) => {
     const t = performance.now()
     await fn()
@@ -188,7 +203,10 @@ async function timeReads(db: Db, total: number, root: string) {
   }
   for (let i = 0; i < reads; i++) {
     const ids = Array.from({ length: 100 }, (_, k) => historyId((i * 7_777 + k * 104_729) % total))
-    await timed('lookup_100', () => wirePostsByIds(db, ids, fields))
+    await timed('lookup_100', async () => {
+      const found = await wirePostsByIds(db, ids, fields)
+      if (found.length !== ids.length) throw new Error(`lookup found ${found.length} of 100 ids`)
+    })
     await timed('conversation_search', () =>
       searchWirePosts(db, byConversation, { limit: 100, prepared: true }, fields),
     )
