@@ -84,7 +84,10 @@ describe('ingest against a full Redis', () => {
     expect(await storedIds(env, conv.rootId)).toEqual([...conv.ids].sort())
     expect(await oomRefusals()).toBe(0)
     expect(ingest.stats().connects).toBe(1)
-    expect(ingest.stats().redisPaused).toBe(false)
+    // A backfill page may still meet Redis nearly full (the stored stream is trimmed every 2 s).
+    await waitFor('adding resumed', () => ingest.stats().redisPaused === false, {
+      timeoutMs: 30_000,
+    })
     await ingest.close()
     await writer.close()
   }, 180_000)
