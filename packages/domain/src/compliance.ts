@@ -35,6 +35,11 @@ export const USER_COMPLIANCE_ACTIONS: readonly UserComplianceAction[] = [
   'scrub_geo',
   'user_profile_modification',
 ]
+/** Every action, as the non-empty tuple validators take. */
+export const COMPLIANCE_ACTIONS = [...TWEET_COMPLIANCE_ACTIONS, ...USER_COMPLIANCE_ACTIONS] as [
+  ComplianceAction,
+  ...ComplianceAction[],
+]
 
 export interface ComplianceEvent {
   kind: 'tweet' | 'user'

@@ -1,3 +1,4 @@
+import { abortableSleep } from '@threadline/runtime'
 import type { Logger } from '@threadline/logger'
 import {
   INITIAL_BACKOFF,
@@ -63,19 +64,6 @@ type Outcome =
   | { noRules: true; reason: string }
   | { refusedBackfill: true; status: number; reason: string }
   | { closed: true }
-
-function abortableSleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted) return resolve()
-    const done = () => {
-      clearTimeout(timer)
-      signal.removeEventListener('abort', done)
-      resolve()
-    }
-    const timer = setTimeout(done, ms)
-    signal.addEventListener('abort', done, { once: true })
-  })
-}
 
 const DATA_FIRST = Buffer.from('{"data"')
 

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import type { Job, Queue } from 'bullmq'
-import type { ComplianceEvent } from '@threadline/domain'
+import { COMPLIANCE_ACTIONS, type ComplianceEvent } from '@threadline/domain'
 import { z } from 'zod'
 
 /** The most events one `compliance` job carries: one transaction of the writer. */
@@ -14,22 +14,7 @@ const eventSchema = z.object({
   kind: z.enum(['tweet', 'user']),
   id,
   authorId: id.optional(),
-  action: z.enum([
-    'delete',
-    'withheld',
-    'drop',
-    'undrop',
-    'tweet_edit',
-    'user_delete',
-    'user_undelete',
-    'user_protect',
-    'user_unprotect',
-    'user_suspend',
-    'user_unsuspend',
-    'user_withheld',
-    'scrub_geo',
-    'user_profile_modification',
-  ]),
+  action: z.enum(COMPLIANCE_ACTIONS),
   reason: z.string().max(100).optional(),
   eventAt: time,
   withheldInCountries: z.array(z.string().max(8)).max(300).optional(),

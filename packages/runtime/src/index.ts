@@ -27,6 +27,20 @@ export async function withDeadline<T>(ms: number, what: string, fn: () => Promis
   }
 }
 
+/** Waits `ms`, or less: resolves at once when `signal` aborts (the caller then sees it aborted). */
+export function abortableSleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve()
+    const done = () => {
+      clearTimeout(timer)
+      signal.removeEventListener('abort', done)
+      resolve()
+    }
+    const timer = setTimeout(done, ms)
+    signal.addEventListener('abort', done, { once: true })
+  })
+}
+
 export interface Repeating {
   /** No further run starts (one under way finishes on its own). */
   stop(): void

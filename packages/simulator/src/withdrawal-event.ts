@@ -1,15 +1,9 @@
+import type { TweetComplianceAction, UserComplianceAction } from '@threadline/domain'
+
 /** A Post action of X's compliance stream. */
-export type TweetWithdrawal = 'delete' | 'withheld' | 'drop' | 'undrop' | 'tweet_edit'
-/** A user action of X's compliance stream. */
-export type UserWithdrawal =
-  | 'user_delete'
-  | 'user_undelete'
-  | 'user_protect'
-  | 'user_unprotect'
-  | 'user_suspend'
-  | 'user_unsuspend'
-  | 'user_withheld'
-  | 'scrub_geo'
+export type TweetWithdrawal = TweetComplianceAction
+/** A user action of X's compliance stream the world makes (not profile modifications). */
+export type UserWithdrawal = Exclude<UserComplianceAction, 'user_profile_modification'>
 
 /** One event the world's compliance streams and batch jobs report (ComplianceEvent's fields). */
 export interface WithdrawalEvent {

@@ -1,3 +1,4 @@
+import { abortableSleep } from '@threadline/runtime'
 import { complianceEventFromJobResult, type ComplianceEvent } from '@threadline/domain'
 import { sql, type Db } from '@threadline/db'
 import type { Logger } from '@threadline/logger'
@@ -98,19 +99,6 @@ type JobEnd = 'complete' | 'failed' | 'expired' | 'timeout' | 'gone'
 /** Reads of a complete job's results (download, queue) before its chunk counts as failed. */
 const APPLY_ATTEMPTS = 5
 
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted) return resolve()
-    const done = () => {
-      clearTimeout(timer)
-      signal.removeEventListener('abort', done)
-      resolve()
-    }
-    const timer = setTimeout(done, ms)
-    signal.addEventListener('abort', done, { once: true })
-  })
-}
-
 /**
  * `UPSTREAM_COMPLIANCE=jobs`: every interval the leader sweeps the stored ids (Posts, then users)
  * in id order through X's batch compliance jobs, a job per COMPLIANCE_JOB_MAX_IDS ids, and queues
@@ -135,13 +123,13 @@ export class ComplianceSweep {
         state = await this.deps.store.read()
       } catch (err) {
         this.log.warn({ err }, 'could not read the compliance sweep state')
-        await sleep(this.deps.options.pollMaxMs, signal)
+        await abortableSleep(this.deps.options.pollMaxMs, signal)
         continue
       }
       if (state.startedAt === undefined) {
         const due = (state.lastFinishedAt ?? 0) + this.deps.options.intervalMs
         if (Date.now() < due) {
-          await sleep(due - Date.now(), signal)
+          await abortableSleep(due - Date.now(), signal)
           continue
         }
         state = { ...state, startedAt: Date.now(), type: 'tweets', afterId: '0', failures: 0 }
@@ -157,7 +145,7 @@ export class ComplianceSweep {
         // Upstream or Redis trouble: the state holds the progress; try again a little later.
         if (signal.aborted) return
         this.log.warn({ err }, 'compliance sweep interrupted; resuming shortly')
-        await sleep(this.deps.options.pollMaxMs, signal)
+        await abortableSleep(this.deps.options.pollMaxMs, signal)
       }
     }
   }
@@ -277,7 +265,7 @@ export class ComplianceSweep {
         await uploadIds(job.uploadUrl, ids, signal)
       }
       if (Date.now() > deadline) return 'timeout'
-      await sleep(wait, signal)
+      await abortableSleep(wait, signal)
       wait = Math.min(pollMaxMs, wait * 2)
     }
     return undefined
