@@ -35,14 +35,13 @@ import { log } from './lib/setup.js'
  * pnpm bench growth [--steps 1000000,2000000,5000000,10000000] [--sample 20000] [--reads 200]
  *   [--per-day 100000]
  * How the store behaves as it grows (docs/capacity.md §2), partitioned by day and, in the same
- * run, unpartitioned. At each step the store grows to the step's size by history generated in
- * SQL (fast), `--per-day` Posts a day, newer days added as it grows: so the 7 newest days, which
- * the recent search reads, hold as many Posts at 10 M as at 1 M and were the last written. Then
- * measured: rows/s of `--sample` Posts through the writer's statement (storeBatch, batches of 500
- * of ~1 KB lines, today's Posts) against a COPY of as many other Posts into the same `posts`
- * table; and p50/p99 of four reads, `--reads` times each: a lookup of 100 ids, a search page (100)
- * of one conversation, a recent search for a keyword over the 7 days up to the newest history, and
- * a conversation's first page (its tree, then 100 Posts). Its own database
+ * run, unpartitioned. At each step the store is filled up to the step's size with history
+ * generated in SQL (fast), `--per-day` Posts a day back from yesterday: a store grows by days, so
+ * the recent days a 7-day search reads hold as many Posts at 10 M as at 1 M. Then measured: rows/s of `--sample` Posts through the writer's
+ * statement (storeBatch, batches of 500 of ~1 KB lines, today's Posts) against a COPY of as many
+ * other Posts into the same `posts` table; and p50/p99 of four reads, `--reads` times each: a
+ * lookup of 100 ids, a search page (100) of one conversation, a recent search for a keyword with a
+ * 7-day window, and a conversation's first page (its tree, then 100 Posts). Its own database
  * (`threadline_bench_growth`), dropped at the end. The last line: `write_ratio` (partitioned
  * rows/s at the last step over the first) and `read_p99_growth` (the worst read's p99 at the last
  * step over the first), both for the partitioned store; `ratio` is write_ratio.
@@ -78,18 +77,13 @@ const midnight = (offset: number) => new Date(Math.floor(Date.now() / DAY) * DAY
 const HISTORY_END = midnight(-1).getTime()
 const EPOCH = 1288834974657
 /**
- * The days back from HISTORY_END that history row `g` falls in: the oldest day first, so that a
- * growing store, like one in production, adds newer days and its newest are the last written.
- */
-const daysBack = (g: number) => HISTORY_DAYS - 1 - Math.floor(g / perDay)
-/**
- * The id of history row `g`: in day `daysBack(g)`, at a distinct millisecond of it (7919 is prime
- * to a day's milliseconds), with a sequence of g mod 4096. `fill` computes the same in SQL.
+ * The id of history row `g`: day ⌊g / perDay⌋ back from HISTORY_END, a distinct millisecond in
+ * it (7919 is prime to a day's milliseconds), a sequence of g mod 4096. `fill` computes the same.
  */
 const historyId = (g: number) =>
   (
     ((BigInt(HISTORY_END - EPOCH) -
-      BigInt(daysBack(g) + 1) * BigInt(DAY) +
+      BigInt(Math.floor(g / perDay) + 1) * BigInt(DAY) +
       ((BigInt(g) * 7919n) % BigInt(DAY))) <<
       22n) |
     BigInt(g % 4096)
@@ -123,8 +117,7 @@ async function fill(db: Db, from: number, to: number) {
     const b = Math.min(to, a + FILL_CHUNK)
     await sql`
       WITH s AS (
-        SELECT g, ((${HISTORY_END - EPOCH}::bigint
-          - (${HISTORY_DAYS - 1}::bigint - g / ${perDay}::bigint + 1) * ${DAY}::bigint
+        SELECT g, ((${HISTORY_END - EPOCH}::bigint - (g / ${perDay}::bigint + 1) * ${DAY}::bigint
           + (g::bigint * 7919) % ${DAY}::bigint) << 22) | (g % 4096) AS id
         FROM generate_series(${a}::bigint, ${b - 1}::bigint) g),
       p AS (
@@ -196,8 +189,6 @@ async function copySample(url: string, n: number, step: number) {
 }
 
 async function timeReads(db: Db, total: number, root: string) {
-  // The recent search reads the 7 days up to the newest history, as production's reads its now.
-  const newest = HISTORY_END - daysBack(total - 1) * DAY
   const times: Record<string, number[]> = Object.fromEntries(READS.map((r) => [r, []]))
   const conversation = parseQuery(`conversation_id:${root}`)
   const keyword = parseQuery('common')
@@ -223,7 +214,7 @@ async function timeReads(db: Db, total: number, root: string) {
       searchWirePosts(
         db,
         byKeyword,
-        { limit: 100, startTime: new Date(newest - 7 * DAY), endTime: new Date(newest) },
+        { limit: 100, startTime: new Date(Date.now() - 7 * DAY), endTime: new Date() },
         fields,
       ),
     )
