@@ -210,7 +210,7 @@ const STORE_BATCH = `
     ON CONFLICT DO NOTHING
   ),
 
-  -- 4. Conversation counters grow by the Posts newly inserted (xmax = 0), so a batch stored again
+  -- 4. Conversation counters grow by the Posts newly inserted (the inserted flag), so a batch stored again
   -- changes none; version by every Post stored or replaced (a replaced copy may bring likes, a
   -- parent or the root's reply count), so a tree a reader built at one version stands until the
   -- next (docs/api.md §5). Root, first and last are coalesce/least/greatest: order-free.
