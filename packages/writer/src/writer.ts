@@ -105,7 +105,7 @@ export function createWriter(deps: WriterDeps, options: WriterOptions): Writer {
     { db, redis, activity, logger: log, metrics },
     { prefix, streamRetentionMs: options.streamRetentionMs },
   )
-  // Sends no copy the statement would skip; kept while it meets the 10 % rows/s bar of `bench pipeline`.
+  // Sends no copy the statement would skip; it stays while `bench pipeline` needs it for its rows/s target.
   const recent = new RecentlyStored()
   const worker = createWorker<PostsJob, PostsJobResult>(
     'posts',
