@@ -30,7 +30,7 @@ import {
  */
 const SEED = process.env.FUZZ_SEED ? Number(process.env.FUZZ_SEED) : Date.now() % 2_147_483_647
 const SLOW_MS = 2_000
-const RSS_BOUND = 384 * 1024 * 1024
+const RSS_BOUND = 128 * 1024 * 1024
 
 let env: TestEnv
 let server: ChildProcess
