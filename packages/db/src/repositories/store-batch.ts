@@ -71,8 +71,8 @@ export function usersParams(rows: readonly UserRow[]): { raw: string; observed_a
 
 /**
  * $1–$2 postsParams, $3–$4 usersParams, $5 the rejects (jsonb), $6 their source, $7 the batch id
- * (null: none), $8 INCLUDED_REFRESH_MS as an interval. Steps: users → withdrawn authors → posts →
- * references → conversation counters → rejects → outbox.
+ * (null: none), $8 INCLUDED_REFRESH_MS as an interval, $9 the batch's Post ids. Steps: users →
+ * withdrawn authors → posts → references → conversation counters → rejects → outbox.
  */
 const STORE_BATCH = `
   WITH
@@ -155,10 +155,13 @@ const STORE_BATCH = `
   ),
   -- A copy seen only in another Post's includes is a metrics refresh: it replaces a stored row
   -- only past the refresh interval. Primary copies always apply.
+  -- Probes of posts name the batch's ids ($9) so that the planner keeps only their partitions, not
+  -- every day's: target, rows/s falls < 10 % from 1 M to 10 M stored Posts (docs/capacity.md §2).
   posts_to_write AS (
     SELECT n.* FROM posts_in n
     WHERE NOT n.included OR NOT EXISTS (
-      SELECT 1 FROM posts s WHERE s.id = n.id AND s.observed_at >= n.observed_at - $8::interval)
+      SELECT 1 FROM posts s WHERE s.id = n.id AND s.id = ANY($9::bigint[])
+        AND s.observed_at >= n.observed_at - $8::interval)
   ),
   posts_written AS (
     INSERT INTO posts AS p (
@@ -205,7 +208,7 @@ const STORE_BATCH = `
     FROM post_input x CROSS JOIN LATERAL jsonb_to_recordset(x.quotes) AS q(type text, id text)
     -- A deleted Post keeps no reference but its parent.
     WHERE NOT EXISTS (SELECT 1 FROM posts d
-      WHERE d.id = (x.raw->>'id')::bigint AND d.withdrawn = 'deleted')
+      WHERE d.id = (x.raw->>'id')::bigint AND d.id = ANY($9::bigint[]) AND d.withdrawn = 'deleted')
     ORDER BY 1, 2, 3
     ON CONFLICT DO NOTHING
   ),
@@ -310,6 +313,7 @@ export function storeBatch(
     source,
     batchId ?? null,
     REFRESH_INTERVAL,
+    batch.posts.map((p) => p.id),
   ])
 }
 
