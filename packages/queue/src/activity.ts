@@ -117,24 +117,6 @@ function toEntries(raw: RawEntries): Array<ActivityEntry & { streamId: string }>
   return out
 }
 
-/** Events of the last `sinceMs` (for `backfill_minutes`), oldest first, for one app. */
-export async function recentActivity(
-  redis: Redis,
-  prefix: string,
-  appId: string,
-  sinceMs: number,
-  limit = 10_000,
-): Promise<ActivityEntry[]> {
-  const raw = (await redis.xrange(
-    activityStreamKey(prefix),
-    `${Date.now() - sinceMs}-0`,
-    '+',
-    'COUNT',
-    limit,
-  )) as RawEntries
-  return toEntries(raw).filter((e) => e.app_id === appId)
-}
-
 export type ActivityReader = Pick<StreamTail, 'ready' | 'close'>
 
 /** Follows the activity stream from its tail (see tailStream). */

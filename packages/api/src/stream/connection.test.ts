@@ -4,7 +4,7 @@ import type { FastifyReply } from 'fastify'
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import type { ConnectionSlots } from '@threadline/redis'
 import { ApiError } from '../errors.js'
-import { disconnectLine, StreamConnection, StreamRegistry } from './connection.js'
+import { StreamConnection, StreamRegistry, type DisconnectType } from './connection.js'
 
 /**
  * StreamConnection and StreamRegistry against a fake response (no sockets): framing, keep-alives
@@ -80,6 +80,23 @@ beforeEach(() => {
 afterEach(() => {
   vi.useRealTimers()
 })
+
+/** X's operational-disconnect line with its default detail, framed. */
+function disconnectLine(type: DisconnectType): string {
+  const detail = {
+    OperationalDisconnect:
+      'This stream has been disconnected for operational reasons. Please reconnect.',
+    SlowReader:
+      'This stream has been disconnected because your client was unable to keep up with the rate of new data.',
+    ConnectionPurged: 'This stream has been disconnected. Please reconnect.',
+  }[type]
+  const problem = 'https://api.twitter.com/2/problems/operational-disconnect'
+  return (
+    JSON.stringify({
+      errors: [{ title: 'operational-disconnect', disconnect_type: type, detail, type: problem }],
+    }) + '\r\n'
+  )
+}
 
 describe('StreamConnection', () => {
   it('ends every message, object or JSON text, with \\r\\n', () => {
@@ -180,18 +197,21 @@ describe('StreamConnection', () => {
   })
 
   it('frames the operational-disconnect line as X does', () => {
-    expect(JSON.parse(disconnectLine('OperationalDisconnect'))).toEqual({
+    const res = new FakeResponse()
+    connection(res).disconnect('SlowReader', 'why')
+    const [line] = res.chunks
+    expect(line!.indexOf('\n')).toBe(line!.length - 1)
+    expect(line!.endsWith('\r\n')).toBe(true)
+    expect(JSON.parse(line!)).toEqual({
       errors: [
         {
           title: 'operational-disconnect',
-          disconnect_type: 'OperationalDisconnect',
-          detail: expect.any(String),
+          disconnect_type: 'SlowReader',
+          detail: 'why',
           type: 'https://api.twitter.com/2/problems/operational-disconnect',
         },
       ],
     })
-    expect(disconnectLine('SlowReader', 'why')).toMatch(/"detail":"why".*\r\n$/)
-    expect(disconnectLine('SlowReader').indexOf('\n')).toBe(disconnectLine('SlowReader').length - 1)
   })
 })
 

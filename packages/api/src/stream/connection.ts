@@ -35,7 +35,7 @@ const DISCONNECT_DETAIL: Record<DisconnectType, string> = {
 }
 
 /** X's operational-disconnect message, framed (ends with `\r\n`). */
-export function disconnectLine(type: DisconnectType, detail = DISCONNECT_DETAIL[type]): string {
+function disconnectLine(type: DisconnectType, detail = DISCONNECT_DETAIL[type]): string {
   return (
     JSON.stringify({
       errors: [
