@@ -6,7 +6,7 @@ import type { Metrics } from '@threadline/metrics'
 import { POSTS_BATCH_MAX_BYTES, POSTS_BATCH_MAX_LINES } from '@threadline/queue'
 import { createRedis } from '@threadline/redis'
 import { X_BACKOFF } from './backoff.js'
-import { createIngest, type Ingest } from './ingest.js'
+import type { IngestDeps } from './ingest.js'
 import type { ComplianceOptions, IngestOptions } from './options.js'
 
 export class MissingUpstreamError extends Error {
@@ -49,16 +49,13 @@ export function complianceOptionsFromConfig(config: Config): ComplianceOptions {
 }
 
 /**
- * The ingest's options: what configuration sets, the constants above for the rest, and `tuning`
- * (tests shorten timings through it).
+ * The ingest's options: what configuration sets and the constants above for the rest. The
+ * upstream is UPSTREAM_URL (`threadline start` sets it to the built-in simulator's when unset).
  */
-export function ingestOptionsFromConfig(
-  config: Config,
-  upstreamUrl: string,
-  tuning: Partial<IngestOptions> = {},
-): IngestOptions {
+export function ingestOptionsFromConfig(config: Config): IngestOptions {
+  if (!config.UPSTREAM_URL) throw new MissingUpstreamError()
   return {
-    upstreamUrl,
+    upstreamUrl: config.UPSTREAM_URL,
     upstreamBearerToken: config.UPSTREAM_BEARER_TOKEN,
     search: config.UPSTREAM_SEARCH,
     batchMaxItems: POSTS_BATCH_MAX_LINES,
@@ -75,43 +72,34 @@ export function ingestOptionsFromConfig(
     backfillMaxWaitMs: BACKFILL_MAX_WAIT_MS,
     shutdownTimeoutMs: config.SHUTDOWN_TIMEOUT_MS,
     compliance: complianceOptionsFromConfig(config),
-    ...tuning,
   }
 }
 
 /**
- * Builds an ingest and the clients it owns from configuration. `upstreamUrl` overrides
- * UPSTREAM_URL (the CLI passes the built-in simulator's URL when UPSTREAM_URL is unset).
- * Refuses a schema that is behind. `metrics`: the process's registry, when it exports one.
+ * The clients an ingest owns, opened from configuration; refuses a schema that is behind.
+ * `metrics`: the process's registry, when it exports one.
  */
-export async function ingestFromConfig(
+export async function ingestDepsFromConfig(
   config: Config,
   logger: Logger,
-  overrides: { upstreamUrl?: string; options?: Partial<IngestOptions> } = {},
   metrics?: Metrics,
-): Promise<Ingest> {
-  const upstreamUrl = overrides.upstreamUrl ?? config.UPSTREAM_URL
-  if (!upstreamUrl) throw new MissingUpstreamError()
-  const options = ingestOptionsFromConfig(config, upstreamUrl, overrides.options)
-  void warnIfUnresolvable(upstreamUrl, logger)
+): Promise<IngestDeps> {
+  if (config.UPSTREAM_URL) void warnIfUnresolvable(config.UPSTREAM_URL, logger)
   const db = await openServiceDb({
     url: config.DATABASE_URL,
-    poolMax: Math.max(options.backfillConcurrency + 3, 4),
+    poolMax: Math.max(config.INGEST_BACKFILL_CONCURRENCY + 3, 4),
     applicationName: 'threadline-ingest',
     logger,
   })
-  return createIngest(
-    {
-      db,
-      databaseUrl: config.DATABASE_URL,
-      redis: createRedis(config, 'producer', 'ingest'),
-      workerRedis: createRedis(config, 'worker', 'ingest-backfill'),
-      prefix: config.REDIS_PREFIX,
-      logger,
-      metrics: metrics?.ingest(),
-    },
-    options,
-  )
+  return {
+    db,
+    databaseUrl: config.DATABASE_URL,
+    redis: createRedis(config, 'producer', 'ingest'),
+    workerRedis: createRedis(config, 'worker', 'ingest-backfill'),
+    prefix: config.REDIS_PREFIX,
+    logger,
+    metrics: metrics?.ingest(),
+  }
 }
 
 /**

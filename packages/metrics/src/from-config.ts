@@ -122,18 +122,3 @@ export function createProcessMetrics(
     }),
   }
 }
-
-/**
- * `createProcessMetrics` from configuration in one call, for the ingest's and the writer's
- * services until they compose it themselves.
- */
-export function metricsFromConfig(
-  config: Config,
-  logger: Logger,
-  roles: readonly string[],
-): ProcessMetrics {
-  return createProcessMetrics(
-    metricsDepsFromConfig(config, logger),
-    metricsOptionsFromConfig(config, roles),
-  )
-}

@@ -1,7 +1,11 @@
 import { loadConfig } from '@threadline/config'
 import { openServiceDb } from '@threadline/db'
 import { createLogger } from '@threadline/logger'
-import { metricsFromConfig } from '@threadline/metrics'
+import {
+  createProcessMetrics,
+  metricsDepsFromConfig,
+  metricsOptionsFromConfig,
+} from '@threadline/metrics'
 import { createRedis } from '@threadline/redis'
 import { runUntilSignal } from '@threadline/runtime'
 import {
@@ -14,7 +18,10 @@ import {
 const config = loadConfig()
 const logger = createLogger({ level: config.LOG_LEVEL, name: 'writer' })
 try {
-  const metrics = metricsFromConfig(config, logger, ['writer'])
+  const metrics = createProcessMetrics(
+    metricsDepsFromConfig(config, logger),
+    metricsOptionsFromConfig(config, ['writer']),
+  )
   const options = writerOptionsFromConfig(config)
   const db = await openServiceDb({
     url: config.DATABASE_URL,

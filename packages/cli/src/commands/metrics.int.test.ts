@@ -10,7 +10,12 @@ import {
   metricsDepsFromConfig,
   metricsOptionsFromConfig,
 } from '@threadline/metrics'
-import { ingestFromConfig, X_BACKOFF } from '@threadline/ingest'
+import {
+  createIngest,
+  ingestDepsFromConfig,
+  ingestOptionsFromConfig,
+  X_BACKOFF,
+} from '@threadline/ingest'
 import { addPostsBatch, createQueue, type PostsJob, type PostsJobResult } from '@threadline/queue'
 import { createRedis } from '@threadline/redis'
 import { withDeadline } from '@threadline/runtime'
@@ -323,21 +328,15 @@ describe('ingest metrics against the simulator', () => {
       UPSTREAM_SEARCH: 'all',
     })
     const metrics = createMetrics({ defaultMetrics: false })
-    const ingest = await ingestFromConfig(
-      config,
-      env.logger,
-      {
-        upstreamUrl: sim.url,
-        options: {
-          reconcileMs: 500,
-          rulesDebounceMs: 20,
-          backoff: { ...X_BACKOFF, networkStepMs: 20 },
-          noRulesRetryMs: 200,
-          leaseMs: 1_500,
-        },
-      },
-      metrics,
-    )
+    const upstream = { ...config, UPSTREAM_URL: sim.url }
+    const ingest = createIngest(await ingestDepsFromConfig(upstream, env.logger, metrics), {
+      ...ingestOptionsFromConfig(upstream),
+      reconcileMs: 500,
+      rulesDebounceMs: 20,
+      backoff: { ...X_BACKOFF, networkStepMs: 20 },
+      noRulesRetryMs: 200,
+      leaseMs: 1_500,
+    })
     env.defer(() => ingest.close())
     await ingest.start()
     const value = async (name: string, labels: Record<string, string> = {}) => {

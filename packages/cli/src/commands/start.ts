@@ -15,7 +15,9 @@ import {
 } from '@threadline/delivery'
 import {
   complianceOptionsFromConfig,
-  ingestFromConfig,
+  createIngest,
+  ingestDepsFromConfig,
+  ingestOptionsFromConfig,
   type IngestOptions,
 } from '@threadline/ingest'
 import type { Logger } from '@threadline/logger'
@@ -72,18 +74,21 @@ export const ROLES: Record<string, RoleFactory> = {
       await apiDepsFromConfig(config, logger.child({ role: 'api' }), ctx.metrics),
       withApiOverrides(apiOptionsFromConfig(config), ctx.tuning.api ?? {}),
     ),
-  ingest: (config, logger, ctx) =>
-    ingestFromConfig(
-      config,
-      logger.child({ role: 'ingest' }),
-      ctx.simulator
-        ? {
-            upstreamUrl: ctx.simulator.url,
-            options: { upstreamBearerToken: config.SIMULATOR_BEARER_TOKEN, ...ctx.tuning.ingest },
-          }
-        : { options: ctx.tuning.ingest },
-      ctx.metrics,
-    ),
+  ingest: async (config, logger, ctx) => {
+    // Without UPSTREAM_URL the built-in simulator is the upstream.
+    const upstream = ctx.simulator
+      ? {
+          ...config,
+          UPSTREAM_URL: ctx.simulator.url,
+          UPSTREAM_BEARER_TOKEN: config.SIMULATOR_BEARER_TOKEN,
+        }
+      : config
+    const options = { ...ingestOptionsFromConfig(upstream), ...ctx.tuning.ingest }
+    return createIngest(
+      await ingestDepsFromConfig(upstream, logger.child({ role: 'ingest' }), ctx.metrics),
+      options,
+    )
+  },
   writer: (config, logger, ctx) =>
     composeWriter(config, logger.child({ role: 'writer' }), ctx.metrics, ctx.tuning.writer),
   delivery: async (config, logger, ctx) =>
