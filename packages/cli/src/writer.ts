@@ -1,13 +1,11 @@
 import type { Config } from '@threadline/config'
-import { openServiceDb } from '@threadline/db'
 import type { Logger } from '@threadline/logger'
 import type { Metrics } from '@threadline/metrics'
-import { createRedis } from '@threadline/redis'
 import {
   createWriter,
-  writerOptionsFromConfig,
   withPartitionMaintenance,
-  writerPoolSize,
+  writerDepsFromConfig,
+  writerOptionsFromConfig,
   type Writer,
   type WriterOptions,
 } from '@threadline/writer'
@@ -24,13 +22,6 @@ export async function composeWriter(
   overrides: Partial<WriterOptions> = {},
 ): Promise<Writer> {
   const options = { ...writerOptionsFromConfig(config), ...overrides }
-  const db = await openServiceDb({
-    url: config.DATABASE_URL,
-    poolMax: writerPoolSize(options),
-    applicationName: 'threadline-writer',
-    logger,
-  })
-  const redis = createRedis(config, 'worker', 'writer')
-  const writer = createWriter({ db, redis, logger, metrics: metrics?.writer() }, options)
-  return withPartitionMaintenance(writer, db, config, logger)
+  const deps = await writerDepsFromConfig(config, logger, metrics, options)
+  return withPartitionMaintenance(createWriter(deps, options), deps.db, config, logger)
 }

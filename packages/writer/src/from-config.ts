@@ -1,5 +1,9 @@
 import type { Config } from '@threadline/config'
-import type { WriterOptions } from './writer.js'
+import { openServiceDb } from '@threadline/db'
+import type { Logger } from '@threadline/logger'
+import type { Metrics } from '@threadline/metrics'
+import { createRedis } from '@threadline/redis'
+import type { WriterDeps, WriterOptions } from './writer.js'
 
 /**
  * BullMQ's job lock: a killed writer's batch is retried once its lock lapses. Long enough that a
@@ -27,6 +31,25 @@ export function writerOptionsFromConfig(config: Config): WriterOptions {
 }
 
 /** Postgres connections a writer needs: one per job in hand, and the relay's and the sweep's. */
-export function writerPoolSize(options: WriterOptions): number {
+function writerPoolSize(options: WriterOptions): number {
   return Math.max(options.concurrency + 2, 4)
+}
+
+/**
+ * The clients a writer owns, opened from configuration, its pool sized for `options`; refuses a
+ * schema that is behind. `metrics`: the process's registry, when it exports one.
+ */
+export async function writerDepsFromConfig(
+  config: Config,
+  logger: Logger,
+  metrics: Metrics | undefined,
+  options: WriterOptions,
+): Promise<WriterDeps> {
+  const db = await openServiceDb({
+    url: config.DATABASE_URL,
+    poolMax: writerPoolSize(options),
+    applicationName: 'threadline-writer',
+    logger,
+  })
+  return { db, redis: createRedis(config, 'worker', 'writer'), logger, metrics: metrics?.writer() }
 }

@@ -1,18 +1,16 @@
 import { loadConfig } from '@threadline/config'
-import { openServiceDb } from '@threadline/db'
 import { createLogger } from '@threadline/logger'
 import {
   createProcessMetrics,
   metricsDepsFromConfig,
   metricsOptionsFromConfig,
 } from '@threadline/metrics'
-import { createRedis } from '@threadline/redis'
 import { runUntilSignal } from '@threadline/runtime'
 import {
   createWriter,
   withPartitionMaintenance,
+  writerDepsFromConfig,
   writerOptionsFromConfig,
-  writerPoolSize,
 } from '@threadline/writer'
 
 const config = loadConfig()
@@ -23,26 +21,8 @@ try {
     metricsOptionsFromConfig(config, ['writer']),
   )
   const options = writerOptionsFromConfig(config)
-  const db = await openServiceDb({
-    url: config.DATABASE_URL,
-    poolMax: writerPoolSize(options),
-    applicationName: 'threadline-writer',
-    logger,
-  })
-  const writer = withPartitionMaintenance(
-    createWriter(
-      {
-        db,
-        redis: createRedis(config, 'worker', 'writer'),
-        logger,
-        metrics: metrics.metrics.writer(),
-      },
-      options,
-    ),
-    db,
-    config,
-    logger,
-  )
+  const deps = await writerDepsFromConfig(config, logger, metrics.metrics, options)
+  const writer = withPartitionMaintenance(createWriter(deps, options), deps.db, config, logger)
   await runUntilSignal([metrics, writer], logger, config.SHUTDOWN_TIMEOUT_MS)
 } catch (err) {
   logger.fatal({ err }, 'writer failed to start')
