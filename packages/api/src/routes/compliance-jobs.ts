@@ -13,6 +13,7 @@ import {
   listComplianceJobs,
   stageComplianceIds,
   type ComplianceJobRow,
+  type Db,
 } from '@threadline/db'
 import { isId } from '@threadline/domain'
 import { InvalidRequestError, type InvalidParameter } from '../errors.js'
@@ -21,6 +22,7 @@ import {
   createComplianceChecker,
   leaseHeartbeat,
   UPLOAD_LOST,
+  type ComplianceChecker,
   type ComplianceJobOptions,
 } from '../compliance/checker.js'
 import {
@@ -28,6 +30,7 @@ import {
   DOWNLOAD_URL_MS,
   UPLOAD_URL_MS,
   type SignedPurpose,
+  type SignedUrls,
 } from '../compliance/signed-urls.js'
 import { UploadRefusedError, uploadedIdChunks } from '../compliance/upload.js'
 import {
@@ -41,7 +44,7 @@ import {
 } from '../compliance/wire.js'
 import type { EndpointParams } from '../params.js'
 import type { ServerContext } from '../types.js'
-import { addRoute, type Endpoint } from './route.js'
+import { addRoute, type Answer, type Endpoint, type RouteContext } from './route.js'
 
 const JOB_FIELDS_PARAM = {
   'compliance_job.fields': {
@@ -97,6 +100,31 @@ const SIGNED_PARAMS = {
   token: { kind: 'string', required: true, description: 'The signed token from the job' },
 } as const satisfies EndpointParams
 
+/** A job's signed URL (its upload_url or download_url), authorized by the token it carries. */
+interface SignedRoute {
+  method: 'GET' | 'PUT'
+  url: string
+  name: string
+  summary: string
+  purpose: SignedPurpose
+}
+
+const COMPLIANCE_JOB_UPLOAD = {
+  method: 'PUT',
+  url: '/2/compliance/jobs/:id/upload',
+  name: 'compliance-job-upload',
+  summary: "Upload a job's ids, one a line (the job's upload_url; no Authorization)",
+  purpose: 'upload',
+} as const satisfies SignedRoute
+
+const COMPLIANCE_JOB_DOWNLOAD = {
+  method: 'GET',
+  url: '/2/compliance/jobs/:id/download',
+  name: 'compliance-job-download',
+  summary: "A complete job's result, JSON lines (the job's download_url; no Authorization)",
+  purpose: 'download',
+} as const satisfies SignedRoute
+
 /** Result lines read per query while a download streams. */
 const DOWNLOAD_PAGE = 10_000
 
@@ -151,6 +179,205 @@ const baseUrl = (request: FastifyRequest) => `${request.protocol}://${request.ho
 const sendStorage = (reply: FastifyReply, e: { status: number; body: string }) =>
   reply.status(e.status).type('application/xml; charset=UTF-8').send(e.body)
 
+/** What every job route works with: the server's context, the signed URLs and the checker. */
+interface JobRoutes {
+  ctx: ServerContext
+  options: ComplianceJobOptions
+  urls: SignedUrls
+  checker: ComplianceChecker
+}
+
+const jobWire = (
+  jobs: JobRoutes,
+  request: FastifyRequest,
+  job: ComplianceJobRow,
+  fields?: readonly string[],
+) =>
+  complianceJobWire(job, {
+    base: baseUrl(request),
+    urls: jobs.urls,
+    now: jobs.ctx.now(),
+    fields: fields as typeof COMPLIANCE_JOB_FIELDS | undefined,
+  })
+
+/** `POST /2/compliance/jobs`: a new job, with its signed URLs. */
+async function createJob(jobs: JobRoutes, c: RouteContext<typeof NO_PARAMS>): Promise<Answer> {
+  const { db, log } = jobs.ctx
+  const body = parseCreateBody(jsonObjectBody(c.request, true))
+  const now = jobs.ctx.now()
+  // Housekeeping, not the request's business: a failure is logged, the job still made.
+  await dropExpiredComplianceResults(db, now).catch((err: unknown) =>
+    log.warn({ err }, 'expired compliance results not dropped'),
+  )
+  const job = await createComplianceJob(db, {
+    appId: c.client.app_id,
+    ...body,
+    uploadExpiresAt: new Date(now.getTime() + UPLOAD_URL_MS),
+    downloadExpiresAt: new Date(now.getTime() + DOWNLOAD_URL_MS),
+  })
+  return { body: { data: jobWire(jobs, c.request, job) } }
+}
+
+/** `GET /2/compliance/jobs`: the app's recent jobs of a type. */
+async function listJobs(
+  jobs: JobRoutes,
+  c: RouteContext<typeof JOBS_LIST_PARAMS>,
+): Promise<Answer> {
+  await jobs.checker.recover(c.client.app_id)
+  const rows = await listComplianceJobs(jobs.ctx.db, {
+    appId: c.client.app_id,
+    type: c.params.type,
+    status: c.params.status,
+    now: jobs.ctx.now(),
+  })
+  const fields = c.params['compliance_job.fields']
+  const body: Record<string, unknown> = {}
+  if (rows.length > 0) body.data = rows.map((r) => jobWire(jobs, c.request, r, fields))
+  body.meta = { result_count: rows.length }
+  return { body }
+}
+
+/** `GET /2/compliance/jobs/:id`: one of the app's jobs. */
+async function getJob(jobs: JobRoutes, c: RouteContext<typeof JOB_ID_PARAMS>): Promise<Answer> {
+  await jobs.checker.recover(c.client.app_id)
+  const job = await findComplianceJob(jobs.ctx.db, c.client.app_id, c.params.id)
+  if (!job) throw jobNotFound(c.params.id)
+  return { body: { data: jobWire(jobs, c.request, job, c.params['compliance_job.fields']) } }
+}
+
+type SignedRequest = FastifyRequest<{ Params: { id: string } }>
+
+/** The job a signed URL names, or the storage error its client gets. */
+async function signedJob(
+  jobs: JobRoutes,
+  request: SignedRequest,
+  purpose: SignedPurpose,
+): Promise<ComplianceJobRow | { status: number; body: string }> {
+  const id = request.params.id
+  const token = new URL(request.url, 'http://x').searchParams.get('token') ?? ''
+  if (!isId(id)) return signatureMismatch()
+  const checked = jobs.urls.check(purpose, id, token, jobs.ctx.now())
+  if (!checked.ok) return checked.expired ? expiredToken(checked.expired) : signatureMismatch()
+  return (await findComplianceJobById(jobs.ctx.db, id)) ?? noSuchKey()
+}
+
+/** Registers a signed URL: its handler runs with the job the token names, else the storage error. */
+function addSignedRoute(
+  app: FastifyInstance,
+  jobs: JobRoutes,
+  route: SignedRoute,
+  handler: (
+    jobs: JobRoutes,
+    job: ComplianceJobRow,
+    request: SignedRequest,
+    reply: FastifyReply,
+  ) => Promise<FastifyReply>,
+): void {
+  app.route<{ Params: { id: string } }>({
+    method: route.method,
+    url: route.url,
+    config: { signedUrl: { name: route.name, summary: route.summary, params: SIGNED_PARAMS } },
+    handler: async (request, reply) => {
+      const found = await signedJob(jobs, request, route.purpose)
+      if (!('id' in found)) return sendStorage(reply, found)
+      return handler(jobs, found, request, reply)
+    },
+  })
+}
+
+/** The upload URL: the ids, staged a chunk at a time under the job's lease; then the check starts. */
+async function uploadJobIds(
+  jobs: JobRoutes,
+  found: ComplianceJobRow,
+  request: SignedRequest,
+  reply: FastifyReply,
+): Promise<FastifyReply> {
+  const { db, log } = jobs.ctx
+  const lease = { id: found.id, owner: jobs.checker.owner, leaseMs: jobs.options.leaseMs }
+  const job = await claimComplianceUpload(db, lease)
+  if (!job) {
+    const status = complianceJobStatus(found, jobs.ctx.now())
+    return sendStorage(
+      reply,
+      storageError(409, 'Conflict', `This job is ${status}: it takes one upload only.`),
+    )
+  }
+  const heartbeat = leaseHeartbeat(db, lease, log)
+  try {
+    // The payload stream (the upload context's parser), or nothing when the PUT had no body.
+    const body = (request.body as AsyncIterable<Buffer> | undefined) ?? noBody()
+    const staged = await stageUploadedIds(jobs, job.id, body)
+    await completeComplianceUpload(db, { ...lease, ...staged })
+  } catch (err) {
+    // Awaited: the heartbeat (finally) stops only once the job is marked failed.
+    return await failUpload(jobs, job.id, err, reply)
+  } finally {
+    heartbeat.stop()
+  }
+  jobs.checker.start(job)
+  return reply.status(200).send('')
+}
+
+/** Stages an upload's ids a chunk at a time; how many chunks and ids it held. */
+async function stageUploadedIds(
+  jobs: JobRoutes,
+  jobId: string,
+  body: AsyncIterable<Buffer>,
+): Promise<{ chunks: number; ids: number }> {
+  const { chunkIds, maxIds, maxBytes } = jobs.options
+  let chunks = 0
+  let ids = 0
+  for await (const chunk of uploadedIdChunks(body, { chunkIds, maxIds, maxBytes })) {
+    await stageComplianceIds(jobs.ctx.db, jobId, chunks, chunk)
+    chunks += 1
+    ids += chunk.length
+  }
+  return { chunks, ids }
+}
+
+/** An upload that failed fails its job; one refused (too large, a bad id) is told as storage. */
+async function failUpload(
+  jobs: JobRoutes,
+  jobId: string,
+  err: unknown,
+  reply: FastifyReply,
+): Promise<FastifyReply> {
+  const refused = err instanceof UploadRefusedError
+  await failComplianceJob(jobs.ctx.db, {
+    id: jobId,
+    owner: jobs.checker.owner,
+    error: refused ? err.message : UPLOAD_LOST,
+  }).catch((e: unknown) => jobs.ctx.log.warn({ err: e, job: jobId }, 'job not marked failed'))
+  if (!refused) throw err
+  const code = err.status === 413 ? 'EntityTooLarge' : 'InvalidArgument'
+  // The rest of the body is not read: the connection closes after the answer.
+  reply.header('connection', 'close')
+  return sendStorage(reply, storageError(err.status, code, err.message))
+}
+
+/** The download URL: a complete job's result lines, streamed a page at a time. */
+async function downloadJobResults(
+  jobs: JobRoutes,
+  found: ComplianceJobRow,
+  _request: SignedRequest,
+  reply: FastifyReply,
+): Promise<FastifyReply> {
+  if (found.status !== 'complete') return sendStorage(reply, noSuchKey())
+  const lines = resultLines(jobs.ctx.db, found.id)
+  return reply.type('text/plain; charset=utf-8').send(Readable.from(lines))
+}
+
+async function* resultLines(db: Db, jobId: string): AsyncGenerator<string> {
+  let afterId: string | undefined
+  for (;;) {
+    const page = await complianceResultsPage(db, { jobId, afterId, limit: DOWNLOAD_PAGE })
+    if (page.length === 0) return
+    yield page.map((r) => r.line).join('\n') + '\n'
+    if (page.length < DOWNLOAD_PAGE) return
+    afterId = page[page.length - 1]!.id
+  }
+}
+
 /**
  * Batch compliance jobs for Threadline's clients (docs/api.md §8.1): X's three endpoints, and the
  * job's signed upload and download URLs, which need no Authorization header.
@@ -160,161 +387,24 @@ export function registerComplianceJobRoutes(
   ctx: ServerContext,
   options: ComplianceJobOptions,
 ): void {
-  const { db } = ctx
-  const urls = createSignedUrls(ctx.pageTokens)
-  const checker = createComplianceChecker({ db, log: ctx.log, options })
-  app.addHook('onClose', async () => {
-    await checker.close()
-  })
-  const wire = (request: FastifyRequest, job: ComplianceJobRow, fields?: readonly string[]) =>
-    complianceJobWire(job, {
-      base: baseUrl(request),
-      urls,
-      now: ctx.now(),
-      fields: fields as typeof COMPLIANCE_JOB_FIELDS | undefined,
-    })
-
-  addRoute(app, ctx, COMPLIANCE_JOBS_CREATE, async (c) => {
-    const body = parseCreateBody(jsonObjectBody(c.request, true))
-    const now = ctx.now()
-    // Housekeeping, not the request's business: a failure is logged, the job still made.
-    await dropExpiredComplianceResults(db, now).catch((err: unknown) =>
-      ctx.log.warn({ err }, 'expired compliance results not dropped'),
-    )
-    const job = await createComplianceJob(db, {
-      appId: c.client.app_id,
-      ...body,
-      uploadExpiresAt: new Date(now.getTime() + UPLOAD_URL_MS),
-      downloadExpiresAt: new Date(now.getTime() + DOWNLOAD_URL_MS),
-    })
-    return { body: { data: wire(c.request, job) } }
-  })
-
-  addRoute(app, ctx, COMPLIANCE_JOBS_LIST, async (c) => {
-    await checker.recover(c.client.app_id)
-    const rows = await listComplianceJobs(db, {
-      appId: c.client.app_id,
-      type: c.params.type,
-      status: c.params.status,
-      now: ctx.now(),
-    })
-    const fields = c.params['compliance_job.fields']
-    const body: Record<string, unknown> = {}
-    if (rows.length > 0) body.data = rows.map((r) => wire(c.request, r, fields))
-    body.meta = { result_count: rows.length }
-    return { body }
-  })
-
-  addRoute(app, ctx, COMPLIANCE_JOB_GET, async (c) => {
-    await checker.recover(c.client.app_id)
-    const job = await findComplianceJob(db, c.client.app_id, c.params.id)
-    if (!job) throw jobNotFound(c.params.id)
-    return { body: { data: wire(c.request, job, c.params['compliance_job.fields']) } }
-  })
-
-  /** The job a signed URL names, or the storage error its client gets. */
-  const signedJob = async (
-    request: FastifyRequest<{ Params: { id: string } }>,
-    purpose: SignedPurpose,
-  ): Promise<ComplianceJobRow | { status: number; body: string }> => {
-    const id = request.params.id
-    const token = new URL(request.url, 'http://x').searchParams.get('token') ?? ''
-    if (!isId(id)) return signatureMismatch()
-    const checked = urls.check(purpose, id, token, ctx.now())
-    if (!checked.ok) return checked.expired ? expiredToken(checked.expired) : signatureMismatch()
-    return (await findComplianceJobById(db, id)) ?? noSuchKey()
+  const jobs: JobRoutes = {
+    ctx,
+    options,
+    urls: createSignedUrls(ctx.pageTokens),
+    checker: createComplianceChecker({ db: ctx.db, log: ctx.log, options }),
   }
-
+  app.addHook('onClose', async () => {
+    await jobs.checker.close()
+  })
+  addRoute(app, ctx, COMPLIANCE_JOBS_CREATE, (c) => createJob(jobs, c))
+  addRoute(app, ctx, COMPLIANCE_JOBS_LIST, (c) => listJobs(jobs, c))
+  addRoute(app, ctx, COMPLIANCE_JOB_GET, (c) => getJob(jobs, c))
   // The upload reads its body as a stream (up to 100 MB, never held whole): its own content-type
   // parser, in a context of its own so that the other routes keep reading theirs as text.
   void app.register(async (uploads) => {
     uploads.removeAllContentTypeParsers()
     uploads.addContentTypeParser('*', (_request, payload, done) => done(null, payload))
-    uploads.route<{ Params: { id: string } }>({
-      method: 'PUT',
-      url: '/2/compliance/jobs/:id/upload',
-      config: {
-        signedUrl: {
-          name: 'compliance-job-upload',
-          summary: "Upload a job's ids, one a line (the job's upload_url; no Authorization)",
-          params: SIGNED_PARAMS,
-        },
-      },
-      handler: async (request, reply) => {
-        const found = await signedJob(request, 'upload')
-        if (!('id' in found)) return sendStorage(reply, found)
-        const lease = { id: found.id, owner: checker.owner, leaseMs: options.leaseMs }
-        const job = await claimComplianceUpload(db, lease)
-        if (!job) {
-          const status = complianceJobStatus(found, ctx.now())
-          return sendStorage(
-            reply,
-            storageError(409, 'Conflict', `This job is ${status}: it takes one upload only.`),
-          )
-        }
-        const heartbeat = leaseHeartbeat(db, lease, ctx.log)
-        let chunks = 0
-        let ids = 0
-        try {
-          // The payload stream (the parser above), or nothing when the PUT had no body.
-          const body = (request.body as AsyncIterable<Buffer> | undefined) ?? noBody()
-          for await (const chunk of uploadedIdChunks(body, {
-            chunkIds: options.chunkIds,
-            maxIds: options.maxIds,
-            maxBytes: options.maxBytes,
-          })) {
-            await stageComplianceIds(db, job.id, chunks, chunk)
-            chunks += 1
-            ids += chunk.length
-          }
-          await completeComplianceUpload(db, { ...lease, chunks, ids })
-        } catch (err) {
-          const refused = err instanceof UploadRefusedError
-          await failComplianceJob(db, {
-            id: job.id,
-            owner: checker.owner,
-            error: refused ? err.message : UPLOAD_LOST,
-          }).catch((e: unknown) => ctx.log.warn({ err: e, job: job.id }, 'job not marked failed'))
-          if (!refused) throw err
-          const code = err.status === 413 ? 'EntityTooLarge' : 'InvalidArgument'
-          // The rest of the body is not read: the connection closes after the answer.
-          reply.header('connection', 'close')
-          return sendStorage(reply, storageError(err.status, code, err.message))
-        } finally {
-          heartbeat.stop()
-        }
-        checker.start(job)
-        return reply.status(200).send('')
-      },
-    })
+    addSignedRoute(uploads, jobs, COMPLIANCE_JOB_UPLOAD, uploadJobIds)
   })
-
-  app.route<{ Params: { id: string } }>({
-    method: 'GET',
-    url: '/2/compliance/jobs/:id/download',
-    config: {
-      signedUrl: {
-        name: 'compliance-job-download',
-        summary: "A complete job's result, JSON lines (the job's download_url; no Authorization)",
-        params: SIGNED_PARAMS,
-      },
-    },
-    handler: async (request, reply) => {
-      const found = await signedJob(request, 'download')
-      if (!('id' in found)) return sendStorage(reply, found)
-      if (found.status !== 'complete') return sendStorage(reply, noSuchKey())
-      const jobId = found.id
-      async function* lines() {
-        let afterId: string | undefined
-        for (;;) {
-          const page = await complianceResultsPage(db, { jobId, afterId, limit: DOWNLOAD_PAGE })
-          if (page.length === 0) return
-          yield page.map((r) => r.line).join('\n') + '\n'
-          if (page.length < DOWNLOAD_PAGE) return
-          afterId = page[page.length - 1]!.id
-        }
-      }
-      return reply.type('text/plain; charset=utf-8').send(Readable.from(lines()))
-    },
-  })
+  addSignedRoute(app, jobs, COMPLIANCE_JOB_DOWNLOAD, downloadJobResults)
 }

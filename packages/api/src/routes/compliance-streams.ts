@@ -1,17 +1,11 @@
-import type { FastifyInstance } from 'fastify'
-import { complianceLogPage, complianceLogSeqBefore } from '@threadline/db'
-import { complianceStreamBody } from '@threadline/domain'
-import { createConnectionSlots, type Redis } from '@threadline/redis'
+import type { FastifyInstance, FastifyRequest } from 'fastify'
+import type { Logger } from '@threadline/logger'
+import { createConnectionSlots, type ConnectionSlots, type Redis } from '@threadline/redis'
 import { InvalidRequestError } from '../errors.js'
-import {
-  ComplianceLogPoller,
-  isAfterSeq,
-  type LogKind,
-  type LoggedEvent,
-} from '../compliance/log-poller.js'
-import { compliancePartition } from '../compliance/partition.js'
+import { ComplianceLogPoller, type LogKind } from '../compliance/log-poller.js'
+import { followComplianceLog, type LogStreamDeps } from '../compliance/log-stream.js'
 import type { EndpointParams } from '../params.js'
-import { StreamRegistry, type StreamConnection } from '../stream/connection.js'
+import { StreamRegistry } from '../stream/connection.js'
 import type { ComplianceApiOptions, ServerContext } from '../types.js'
 import { addRoute, rawParam, type Endpoint, type RouteContext } from './route.js'
 
@@ -40,8 +34,63 @@ export const USERS_COMPLIANCE_STREAM = {
   summary: 'Every compliance event Threadline applied to users, in X’s shapes',
 } as const satisfies Endpoint<typeof COMPLIANCE_STREAM_PARAMS>
 
-/** Log events read per query of a replay. */
-const REPLAY_PAGE = 1_000
+/** The streams' registries, one per kind and partition, made as the first stream opens. */
+function complianceStreamRegistries(
+  options: ComplianceApiOptions,
+  slots: ConnectionSlots,
+  log: Logger,
+) {
+  const registries = new Map<string, StreamRegistry>()
+  return {
+    of(kind: LogKind, partition: number): StreamRegistry {
+      const key = `${kind}-compliance-${partition}`
+      let r = registries.get(key)
+      if (!r) {
+        r = new StreamRegistry({
+          kind: key,
+          maxPerApp: options.streamMaxConnections,
+          keepAliveMs: options.keepAliveMs,
+          maxBufferedBytes: options.maxBufferedBytes,
+          slots,
+          logger: log,
+        })
+        registries.set(key, r)
+      }
+      return r
+    },
+    async closeAll(): Promise<void> {
+      await Promise.all([...registries.values()].map((r) => r.closeAll()))
+    },
+  }
+}
+
+type ComplianceStreamRegistries = ReturnType<typeof complianceStreamRegistries>
+
+/** A request whose `start_time` is not before its `end_time`, in X's words. */
+function startNotBeforeEnd(request: FastifyRequest): InvalidRequestError {
+  return new InvalidRequestError([
+    {
+      parameters: { start_time: [rawParam(request, 'start_time')] },
+      message: `The \`start_time\` query parameter value [${rawParam(request, 'start_time')}] must be before the \`end_time\` query parameter value [${rawParam(request, 'end_time')}]`,
+    },
+  ])
+}
+
+/** One compliance stream: its connection opened on its kind and partition, then fed the log. */
+async function serveComplianceStream(
+  follow: LogStreamDeps,
+  registries: ComplianceStreamRegistries,
+  kind: LogKind,
+  c: RouteContext<typeof COMPLIANCE_STREAM_PARAMS>,
+): Promise<undefined> {
+  const { partition, start_time: start, end_time: end } = c.params
+  const now = follow.now()
+  if (start && end && start >= end) throw startNotBeforeEnd(c.request)
+  const backfillMinutes = c.params.backfill_minutes ?? 0
+  const conn = await registries.of(kind, partition).open(c.reply, c.client.app_id)
+  await followComplianceLog(follow, conn, { kind, partition, start, end, backfillMinutes, now })
+  return undefined
+}
 
 /**
  * `GET /2/tweets/compliance/stream` and `GET /2/users/compliance/stream` (docs/api.md §8.2): the
@@ -55,136 +104,27 @@ export function registerComplianceStreamRoutes(
   deps: { redis: Redis; prefix: string; options: ComplianceApiOptions },
 ): void {
   const { db, log } = ctx
-  const poller = new ComplianceLogPoller(db, log, deps.options.logPollMs)
-  const slots = createConnectionSlots(deps.redis, { prefix: deps.prefix, logger: log })
-  const registries = new Map<string, StreamRegistry>()
-  const registry = (kind: LogKind, partition: number) => {
-    const key = `${kind}-compliance-${partition}`
-    let r = registries.get(key)
-    if (!r) {
-      r = new StreamRegistry({
-        kind: key,
-        maxPerApp: deps.options.streamMaxConnections,
-        keepAliveMs: deps.options.keepAliveMs,
-        maxBufferedBytes: deps.options.maxBufferedBytes,
-        slots,
-        logger: log,
-      })
-      registries.set(key, r)
-    }
-    return r
+  const { logPollMs } = deps.options
+  const follow: LogStreamDeps = {
+    db,
+    log,
+    poller: new ComplianceLogPoller(db, log, logPollMs),
+    pollMs: logPollMs,
+    now: () => ctx.now(),
   }
+  const slots = createConnectionSlots(deps.redis, { prefix: deps.prefix, logger: log })
+  const registries = complianceStreamRegistries(deps.options, slots, log)
   app.addHook('preClose', async () => {
-    await Promise.all([...registries.values()].map((r) => r.closeAll()))
+    await registries.closeAll()
   })
   app.addHook('onClose', async () => {
     slots.close()
-    await poller.close()
+    await follow.poller.close()
   })
-
-  const serve =
-    (kind: LogKind) =>
-    async (c: RouteContext<typeof COMPLIANCE_STREAM_PARAMS>): Promise<undefined> => {
-      const { partition, start_time: start, end_time: end } = c.params
-      const now = ctx.now()
-      if (start && end && start >= end) {
-        throw new InvalidRequestError([
-          {
-            parameters: { start_time: [rawParam(c.request, 'start_time')] },
-            message: `The \`start_time\` query parameter value [${rawParam(c.request, 'start_time')}] must be before the \`end_time\` query parameter value [${rawParam(c.request, 'end_time')}]`,
-          },
-        ])
-      }
-      const backfill = c.params.backfill_minutes ?? 0
-      const conn = await registry(kind, partition).open(c.reply, c.client.app_id)
-      const mine = (e: { id: string; eventAt: string }) =>
-        compliancePartition(e.id) === partition && (!end || new Date(e.eventAt) <= end)
-      const send = (e: LoggedEvent) => conn.send(complianceStreamBody(e))
-
-      // Live events wait here while the replay runs; null once live.
-      let pending: LoggedEvent[] | null = []
-      // What a replay sent above the poller's settled mark: the poller may still read those (a
-      // late commit), and they are not sent twice.
-      const replayed = new Set<string>()
-      const sub = {
-        kind,
-        deliver(e: LoggedEvent) {
-          if (!mine(e)) return
-          if (pending) pending.push(e)
-          else if (!replayed.has(e.seq)) send(e)
-        },
-      }
-      conn.onClose(() => poller.leave(sub))
-      try {
-        const { upTo, settled } = await poller.join(sub)
-        const sendReplayed = (e: LoggedEvent) => {
-          if (isAfterSeq(e.seq, settled)) replayed.add(e.seq)
-          return send(e)
-        }
-        const bounds = { end, upTo, mine, send: sendReplayed }
-        // start_time replays by event time, as X's; backfill_minutes what was applied (so sent
-        // live) in the last minutes, whatever the events' own times (a sweep's are hours old).
-        if (start) {
-          await replay(conn, kind, { from: start, ...bounds })
-        } else if (backfill > 0) {
-          const since = new Date(now.getTime() - backfill * 60_000)
-          const afterSeq = await complianceLogSeqBefore(db, since)
-          await replay(conn, kind, { afterSeq, ...bounds })
-        }
-      } catch (err) {
-        // The response is already the stream's: a failure ends it as X's streams end, and the
-        // client reconnects (with backfill_minutes) as it would after any disconnect.
-        log.warn({ err }, 'compliance stream replay failed; disconnecting')
-        conn.disconnect('OperationalDisconnect')
-        return undefined
-      }
-      for (const e of pending) if (!replayed.has(e.seq)) send(e)
-      pending = null
-      if (end) endAt(conn, end, ctx.now())
-      return undefined
-    }
-
-  /** The log from `from` (event time) or after `afterSeq`, up to the poller's `upTo`, in seq order. */
-  const replay = async (
-    conn: StreamConnection,
-    kind: LogKind,
-    r: {
-      from?: Date
-      afterSeq?: string
-      end: Date | undefined
-      upTo: string
-      mine: (e: { id: string; eventAt: string }) => boolean
-      send: (e: LoggedEvent) => boolean
-    },
-  ) => {
-    let afterSeq = r.afterSeq
-    for (;;) {
-      if (!conn.open) return
-      const page = await complianceLogPage(db, {
-        kind,
-        startTime: r.from?.toISOString(),
-        endTime: r.end?.toISOString(),
-        afterSeq,
-        limit: REPLAY_PAGE,
-      })
-      for (const e of page) {
-        if (isAfterSeq(e.seq, r.upTo)) return
-        if (r.mine(e)) r.send(e)
-      }
-      if (page.length < REPLAY_PAGE) return
-      afterSeq = page[page.length - 1]!.seq
-    }
-  }
-
-  /** A stream with an `end_time` ends once it has passed (at once when it already has). */
-  const endAt = (conn: StreamConnection, end: Date, now: Date) => {
-    const wait = end.getTime() - now.getTime()
-    if (wait <= 0) return conn.end()
-    const timer = setTimeout(() => conn.end(), wait + deps.options.logPollMs * 2)
-    timer.unref()
-    conn.onClose(() => clearTimeout(timer))
-  }
-
-  addRoute(app, ctx, TWEETS_COMPLIANCE_STREAM, serve('tweet'))
-  addRoute(app, ctx, USERS_COMPLIANCE_STREAM, serve('user'))
+  addRoute(app, ctx, TWEETS_COMPLIANCE_STREAM, (c) =>
+    serveComplianceStream(follow, registries, 'tweet', c),
+  )
+  addRoute(app, ctx, USERS_COMPLIANCE_STREAM, (c) =>
+    serveComplianceStream(follow, registries, 'user', c),
+  )
 }

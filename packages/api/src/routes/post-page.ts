@@ -20,7 +20,7 @@ export interface PostPageParams extends WindowParams, FieldParams {
  * bound to the endpoint, its subject (a user, a Post) and the bounds, so a token of another list
  * is refused (400).
  */
-export function pageWindow(
+function pageWindow(
   request: FastifyRequest,
   tokens: PageTokens,
   list: string,
@@ -61,7 +61,7 @@ export function pageWindow(
  * `result_count`, and `next_token` when older Posts follow; with `timeline`, also the newest and
  * oldest ids and `previous_token` when newer Posts precede (any page reached by a token).
  */
-export async function postPageAnswer(
+async function postPageAnswer(
   ctx: { readDb: Db; pageTokens: PageTokens },
   scope: string,
   p: FieldParams,
@@ -88,4 +88,33 @@ export async function postPageAnswer(
     meta.previous_token = ctx.pageTokens.encode(scope, `>${newest}`)
   }
   return { json: pageJson(rendered, { meta }) }
+}
+
+/** A Post list: where its tokens are bound, its default page size, and its kind of `meta`. */
+export interface PostList {
+  /** The list's path below `/2/` with its subject, e.g. `users/12/tweets`. */
+  path: string
+  defaultSize: number
+  /** False for X's short meta (result_count and next_token only). */
+  timeline?: boolean
+}
+
+/** One page of a Post list: its window, the ids `readPage` reads in it, answered as X does. */
+export async function postListAnswer(
+  ctx: { readDb: Db; pageTokens: PageTokens },
+  c: { request: FastifyRequest; params: PostPageParams; now: Date },
+  list: PostList,
+  readPage: (db: Db, window: PostPageWindow) => Promise<{ posts: ReadPost[]; more: boolean }>,
+): Promise<Answer> {
+  const { request, params } = c
+  const { window, scope } = pageWindow(
+    request,
+    ctx.pageTokens,
+    list.path,
+    params,
+    c.now,
+    list.defaultSize,
+  )
+  const page = await readPage(ctx.readDb, window)
+  return postPageAnswer(ctx, scope, params, window, page, list.timeline)
 }

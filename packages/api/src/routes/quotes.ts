@@ -3,7 +3,7 @@ import { quotesPage } from '@threadline/db'
 import type { EndpointParams } from '../params.js'
 import { FIELD_PARAMS } from '../specs.js'
 import type { ServerContext } from '../types.js'
-import { pageWindow, postPageAnswer } from './post-page.js'
+import { postListAnswer } from './post-page.js'
 import { addRoute, type Endpoint } from './route.js'
 
 const QUOTES_PARAMS = {
@@ -27,22 +27,8 @@ export const QUOTE_TWEETS = {
 export function registerQuoteRoutes(app: FastifyInstance, ctx: ServerContext): void {
   addRoute(app, ctx, QUOTE_TWEETS, async (c) => {
     const id = c.params.id
-    const { window, scope } = pageWindow(
-      c.request,
-      ctx.pageTokens,
-      `tweets/${id}/quote_tweets`,
-      c.params,
-      c.now,
-      10,
-    )
     // X's meta for quotes: result_count and next_token only.
-    return postPageAnswer(
-      ctx,
-      scope,
-      c.params,
-      window,
-      await quotesPage(ctx.readDb, id, window),
-      false,
-    )
+    const list = { path: `tweets/${id}/quote_tweets`, defaultSize: 10, timeline: false }
+    return postListAnswer(ctx, c, list, (db, window) => quotesPage(db, id, window))
   })
 }

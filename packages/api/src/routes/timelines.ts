@@ -3,7 +3,7 @@ import { userMentionsPage, userTimelinePage } from '@threadline/db'
 import type { EndpointParams } from '../params.js'
 import { FIELD_PARAMS } from '../specs.js'
 import type { ServerContext } from '../types.js'
-import { pageWindow, postPageAnswer } from './post-page.js'
+import { postListAnswer } from './post-page.js'
 import { addRoute, type Endpoint } from './route.js'
 
 const MENTIONS_PARAMS = {
@@ -49,39 +49,13 @@ const DEFAULT_PAGE = 10
 export function registerTimelineRoutes(app: FastifyInstance, ctx: ServerContext): void {
   addRoute(app, ctx, USER_TIMELINE, async (c) => {
     const id = c.params.id
-    const { window, scope } = pageWindow(
-      c.request,
-      ctx.pageTokens,
-      `users/${id}/tweets`,
-      c.params,
-      c.now,
-      DEFAULT_PAGE,
-    )
-    return postPageAnswer(
-      ctx,
-      scope,
-      c.params,
-      window,
-      await userTimelinePage(ctx.readDb, id, window),
-    )
+    const list = { path: `users/${id}/tweets`, defaultSize: DEFAULT_PAGE }
+    return postListAnswer(ctx, c, list, (db, window) => userTimelinePage(db, id, window))
   })
 
   addRoute(app, ctx, USER_MENTIONS, async (c) => {
     const id = c.params.id
-    const { window, scope } = pageWindow(
-      c.request,
-      ctx.pageTokens,
-      `users/${id}/mentions`,
-      c.params,
-      c.now,
-      DEFAULT_PAGE,
-    )
-    return postPageAnswer(
-      ctx,
-      scope,
-      c.params,
-      window,
-      await userMentionsPage(ctx.readDb, id, window),
-    )
+    const list = { path: `users/${id}/mentions`, defaultSize: DEFAULT_PAGE }
+    return postListAnswer(ctx, c, list, (db, window) => userMentionsPage(db, id, window))
   })
 }

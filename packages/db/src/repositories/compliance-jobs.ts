@@ -129,17 +129,21 @@ export async function stageComplianceIds(
     VALUES (${jobId}, ${chunk}, ${ids}::bigint[])`.execute(db)
 }
 
+/** An update of a job in progress under `owner`'s lease: it changes nothing once it is not. */
+const updateLeasedJob = (db: Db, q: { id: string; owner: string }) =>
+  db
+    .updateTable('compliance_jobs')
+    .where('id', '=', q.id)
+    .where('status', '=', 'in_progress')
+    .where('lease_owner', '=', q.owner)
+
 /** The upload was received whole: the check may start (or resume, on another process). */
 export async function completeComplianceUpload(
   db: Db,
   q: { id: string; owner: string; chunks: number; ids: number },
 ): Promise<boolean> {
-  const row = await db
-    .updateTable('compliance_jobs')
+  const row = await updateLeasedJob(db, q)
     .set({ uploaded_at: sql<Date>`now()`, staged_chunks: q.chunks, uploaded_ids: String(q.ids) })
-    .where('id', '=', q.id)
-    .where('status', '=', 'in_progress')
-    .where('lease_owner', '=', q.owner)
     .returning('id')
     .executeTakeFirst()
   return row !== undefined
@@ -150,12 +154,8 @@ export async function renewComplianceLease(
   db: Db,
   q: { id: string; owner: string; leaseMs: number },
 ): Promise<boolean> {
-  const row = await db
-    .updateTable('compliance_jobs')
+  const row = await updateLeasedJob(db, q)
     .set({ lease_until: sql<Date>`now() + ${`${q.leaseMs} milliseconds`}::interval` })
-    .where('id', '=', q.id)
-    .where('status', '=', 'in_progress')
-    .where('lease_owner', '=', q.owner)
     .returning('id')
     .executeTakeFirst()
   return row !== undefined
@@ -209,12 +209,8 @@ export async function storeComplianceChunk(
   },
 ): Promise<boolean> {
   return db.transaction().execute(async (trx) => {
-    const progressed = await trx
-      .updateTable('compliance_jobs')
+    const progressed = await updateLeasedJob(trx, q)
       .set({ checked_chunks: q.chunk + 1 })
-      .where('id', '=', q.id)
-      .where('status', '=', 'in_progress')
-      .where('lease_owner', '=', q.owner)
       .where('checked_chunks', '=', q.chunk)
       .returning('id')
       .executeTakeFirst()
@@ -236,17 +232,13 @@ export async function completeComplianceJob(
   q: { id: string; owner: string },
 ): Promise<boolean> {
   return db.transaction().execute(async (trx) => {
-    const done = await trx
-      .updateTable('compliance_jobs')
+    const done = await updateLeasedJob(trx, q)
       .set({
         status: 'complete',
         completed_at: sql<Date>`now()`,
         lease_owner: null,
         lease_until: null,
       })
-      .where('id', '=', q.id)
-      .where('status', '=', 'in_progress')
-      .where('lease_owner', '=', q.owner)
       .returning('id')
       .executeTakeFirst()
     if (!done) return false

@@ -217,6 +217,14 @@ async function applyUserStates(trx: Trx, userIds: readonly string[]): Promise<st
   return rows.map((r) => r.conversation_id)
 }
 
+/** The touched Posts that have a partition, with the time a placeholder of each would take. */
+type TouchedPosts = ReadonlyArray<{ id: string; placeholder_at: string }>
+
+/** The touched Posts as a table, for a statement's `WITH touched AS (…)`. */
+const touchedTable = (touched: TouchedPosts) =>
+  sql`SELECT * FROM jsonb_to_recordset(${JSON.stringify(touched)}::jsonb)
+    AS t(id bigint, placeholder_at timestamptz)`
+
 /** The Posts an event touched: erased when a delete is logged, else hidden or shown. */
 async function applyPostStates(
   trx: Trx,
@@ -230,36 +238,53 @@ async function applyPostStates(
     .filter((t) => fits(t.id))
     .map((t) => ({ id: t.id, placeholder_at: placeholderTime(t.id, t.eventAt) }))
   if (input.length === 0) return none
+  const erased = await erasePosts(trx, input)
+  const toggled = await hideOrShowPosts(trx, input)
+  if (erased.length > 0) {
+    const ids = erased.map((r) => r.id)
+    await eraseCopies(trx, ids)
+    await eraseDeletedAuthors(trx, ids)
+  }
+  return {
+    conversations: [
+      ...erased.flatMap((r) => (r.conversation_id ? [r.conversation_id] : [])),
+      ...toggled,
+    ],
+    erased: erased.flatMap((r) =>
+      r.stored_at ? [{ id: r.id, conversationId: r.conversation_id, storedAt: r.stored_at }] : [],
+    ),
+  }
+}
+
+/**
+ * Erases the touched Posts with a delete logged: the row keeps its id, conversation, parent, time
+ * and the withdrawal; its other references and mentions go. A Post not stored yet becomes that
+ * row. Returns the rows erased by this call.
+ */
+async function erasePosts(
+  trx: Trx,
+  touched: TouchedPosts,
+): Promise<Array<{ id: string; conversation_id: string | null; stored_at: Date | null }>> {
   const { rows } = await sql<{
-    erased_id: string | null
+    id: string
     conversation_id: string | null
     stored_at: Date | null
   }>`
-    WITH touched AS (
-      SELECT * FROM jsonb_to_recordset(${JSON.stringify(input)}::jsonb)
-        AS t(id bigint, placeholder_at timestamptz)
-    ),
-    state AS (
-      SELECT t.id, t.placeholder_at, d.event_at AS deleted_at, d.reason AS deleted_reason,
-        x.action AS toggle, x.reason AS toggle_reason, x.event_at AS toggle_at
+    WITH touched AS (${touchedTable(touched)}),
+    deleted AS (
+      SELECT t.id, t.placeholder_at, d.event_at AS deleted_at, d.reason AS deleted_reason
       FROM touched t
-      LEFT JOIN LATERAL (
+      CROSS JOIN LATERAL (
         SELECT event_at, coalesce(reason, 'deleted') AS reason FROM compliance_log
         WHERE kind = 'tweet' AND target_id = t.id AND action = 'delete'
-        ORDER BY event_at, seq LIMIT 1) d ON true
-      LEFT JOIN LATERAL (
-        SELECT action, coalesce(reason, 'dropped') AS reason, event_at FROM compliance_log
-        WHERE kind = 'tweet' AND target_id = t.id AND action IN ('drop', 'undrop')
-        ORDER BY event_at DESC, seq DESC LIMIT 1) x ON true
+        ORDER BY event_at, seq LIMIT 1) d
     ),
-    -- Erased: the row keeps its id, conversation, parent, time and the withdrawal; its other
-    -- references and mentions go below. A Post not stored yet becomes that row.
     erased AS (
       INSERT INTO posts AS p (id, text, created_at, raw, observed_at, search_terms,
         withdrawn, withdrawn_reason, withdrawn_at)
       SELECT id, '', placeholder_at, jsonb_build_object('id', id::text), '-infinity', '{}',
         'deleted', deleted_reason, deleted_at
-      FROM state WHERE deleted_at IS NOT NULL ORDER BY id
+      FROM deleted ORDER BY id
       ON CONFLICT (id) DO UPDATE SET
         author_id = NULL, in_reply_to_user_id = NULL, text = '', lang = NULL,
         retweet_count = NULL, reply_count = NULL, like_count = NULL, quote_count = NULL,
@@ -282,9 +307,32 @@ async function applyPostStates(
     ),
     mentions_erased AS (
       DELETE FROM post_mentions m USING erased e WHERE m.post_id = e.id
+    )
+    SELECT id::text AS id, conversation_id::text AS conversation_id, stored_at FROM erased`.execute(
+    trx,
+  )
+  return rows
+}
+
+/**
+ * Hides or shows the touched Posts with no delete logged: by the latest drop/undrop, or hidden
+ * while the author is. A drop before the Post is stored leaves a hidden placeholder for its
+ * content to fill. Returns the conversations of the Posts changed.
+ */
+async function hideOrShowPosts(trx: Trx, touched: TouchedPosts): Promise<string[]> {
+  const { rows } = await sql<{ conversation_id: string | null }>`
+    WITH touched AS (${touchedTable(touched)}),
+    state AS (
+      SELECT t.id, t.placeholder_at,
+        x.action AS toggle, x.reason AS toggle_reason, x.event_at AS toggle_at
+      FROM touched t
+      CROSS JOIN LATERAL (
+        SELECT action, coalesce(reason, 'dropped') AS reason, event_at FROM compliance_log
+        WHERE kind = 'tweet' AND target_id = t.id AND action IN ('drop', 'undrop')
+        ORDER BY event_at DESC, seq DESC LIMIT 1) x
+      WHERE NOT EXISTS (SELECT FROM compliance_log
+        WHERE kind = 'tweet' AND target_id = t.id AND action = 'delete')
     ),
-    -- Hidden or shown: by the latest drop/undrop, or hidden while the author is. A drop before
-    -- the Post is stored leaves a hidden placeholder for its content to fill.
     toggled AS (
       SELECT s.id, s.placeholder_at,
         CASE WHEN s.toggle = 'drop' THEN 'hidden' WHEN a.withdrawn IS NOT NULL THEN 'hidden' END
@@ -295,7 +343,6 @@ async function applyPostStates(
       FROM state s
       LEFT JOIN posts p ON p.id = s.id
       LEFT JOIN users a ON a.id = p.author_id
-      WHERE s.deleted_at IS NULL AND s.toggle IS NOT NULL
     ),
     hidden_placed AS (
       INSERT INTO posts AS p (id, text, created_at, raw, observed_at,
@@ -322,22 +369,9 @@ async function applyPostStates(
       DELETE FROM posts p USING toggled t WHERE p.id = t.id AND t.withdrawn IS NULL
         AND p.withdrawn = 'hidden' AND p.observed_at = '-infinity'
     )
-    SELECT id::text AS erased_id, conversation_id::text AS conversation_id, stored_at FROM erased
-    UNION ALL SELECT NULL, conversation_id::text, NULL FROM hidden_placed
-    UNION ALL SELECT NULL, conversation_id::text, NULL FROM shown`.execute(trx)
-  const erased = rows.flatMap((r) => (r.erased_id ? [r.erased_id] : []))
-  if (erased.length > 0) {
-    await eraseCopies(trx, erased)
-    await eraseDeletedAuthors(trx, erased)
-  }
-  return {
-    conversations: rows.flatMap((r) => (r.conversation_id ? [r.conversation_id] : [])),
-    erased: rows.flatMap((r) =>
-      r.erased_id && r.stored_at
-        ? [{ id: r.erased_id, conversationId: r.conversation_id, storedAt: r.stored_at }]
-        : [],
-    ),
-  }
+    SELECT conversation_id::text AS conversation_id FROM hidden_placed
+    UNION ALL SELECT conversation_id::text FROM shown`.execute(trx)
+  return rows.flatMap((r) => (r.conversation_id ? [r.conversation_id] : []))
 }
 
 /**

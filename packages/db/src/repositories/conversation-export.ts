@@ -78,60 +78,53 @@ export async function readExportRows(
   const ids = places.map((p) => p.id)
   const rows = await queryRows<Row>(db, json ? ROWS_WITH_JSON : ROWS, [ids], { prepare: true })
   const byId = new Map(rows.map((r) => [r.id, r]))
-  const out: ExportRow[] = []
-  for (const place of places) {
+  return places.flatMap((place) => {
     const r = byId.get(place.id)
-    if (!r) continue
-    if (r.withdrawn !== null) {
-      const row: ExportRow = {
-        id: r.id,
-        depth: place.depth,
-        stored_reply_count: place.reply_count,
-        descendant_count: place.descendant_count,
-        conversation_id: r.conversation_id,
-        author_id: null,
-        author_username: null,
-        created_at: r.created_at,
-        text: '',
-        lang: null,
-        reply_count: null,
-        like_count: null,
-        retweet_count: null,
-        quote_count: null,
-        quoted_id: null,
-        withdrawn: r.withdrawn,
-      }
-      if (place.parent_id !== undefined) row.parent_id = place.parent_id
-      if (place.missing_parent) row.missing_parent = true
-      out.push(row)
-      continue
-    }
-    const row: ExportRow = {
-      id: r.id,
-      depth: place.depth,
-      stored_reply_count: place.reply_count,
-      descendant_count: place.descendant_count,
-      conversation_id: r.conversation_id,
-      author_id: r.author_id,
-      author_username: r.username,
-      created_at: r.created_at,
-      text: r.text,
-      lang: r.lang,
-      reply_count: r.reply_count,
-      like_count: r.like_count,
-      retweet_count: r.retweet_count,
-      quote_count: r.quote_count,
-      quoted_id: r.quoted_id,
-    }
-    if (place.parent_id !== undefined) row.parent_id = place.parent_id
-    if (place.missing_parent) row.missing_parent = true
-    if (json) {
-      row.json = { post: r.post!, refs: [...new Set(r.refs ?? [])], referenced: [] }
-      if (r.author != null) row.json.author = r.author
-    }
-    out.push(row)
+    return r ? [exportRow(place, r, json)] : []
+  })
+}
+
+/** What a Post X withdrew shows of its own: its id, conversation and time, no content. */
+const NO_CONTENT = {
+  author_id: null,
+  username: null,
+  text: '',
+  lang: null,
+  reply_count: null,
+  like_count: null,
+  retweet_count: null,
+  quote_count: null,
+  quoted_id: null,
+} as const satisfies Partial<Row>
+
+/** One Post's export row at its place in the tree. */
+function exportRow(place: ExportPlace, r: Row, json: boolean): ExportRow {
+  const content = r.withdrawn === null ? r : NO_CONTENT
+  const row: ExportRow = {
+    id: r.id,
+    depth: place.depth,
+    stored_reply_count: place.reply_count,
+    descendant_count: place.descendant_count,
+    conversation_id: r.conversation_id,
+    author_id: content.author_id,
+    author_username: content.username,
+    created_at: r.created_at,
+    text: content.text,
+    lang: content.lang,
+    reply_count: content.reply_count,
+    like_count: content.like_count,
+    retweet_count: content.retweet_count,
+    quote_count: content.quote_count,
+    quoted_id: content.quoted_id,
   }
-  return out
+  if (r.withdrawn !== null) row.withdrawn = r.withdrawn
+  if (place.parent_id !== undefined) row.parent_id = place.parent_id
+  if (place.missing_parent) row.missing_parent = true
+  if (json && r.withdrawn === null) {
+    row.json = { post: r.post!, refs: [...new Set(r.refs ?? [])], referenced: [] }
+    if (r.author != null) row.json.author = r.author
+  }
+  return row
 }
 
 /** Posts as stored (JSON text) by id, in one statement; ids not stored or withdrawn are absent. */
