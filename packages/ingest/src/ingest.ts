@@ -1,16 +1,15 @@
 import type { Db } from '@threadline/db'
 import type { Logger } from '@threadline/logger'
 import type { IngestMetrics } from '@threadline/metrics'
-import { createQueue, type ComplianceJob, type PostsJob } from '@threadline/queue'
+import { createQueue, type PostsJob } from '@threadline/queue'
 import { closeRedis, createLease, type Lease, type Redis } from '@threadline/redis'
 import { once, type Service } from '@threadline/runtime'
 import type { BatcherCounts } from './batcher.js'
 import { createBackfillQueue, createBackfillWorker, type BackfillWorkerDeps } from './backfill.js'
-import { SweepStore } from './compliance/sweep.js'
+import { createComplianceQueue } from './compliance/queue.js'
 import { PostsProducer } from './jobs/queue-batch.js'
-import { ComplianceProducer } from './jobs/queue-compliance.js'
+import { LeaderLoop } from './leader-loop.js'
 import { RedisRoom } from './redis-room.js'
-import { runLeadership, type Leading } from './leadership.js'
 import type { IngestOptions } from './options.js'
 import { MarkStore } from './stream-mark.js'
 import type { StreamEvent } from './stream-reader.js'
@@ -83,10 +82,10 @@ export function createIngest(deps: IngestDeps, options: IngestOptions): Ingest {
     room,
     signal: closing.signal,
   })
-  const compliance = complianceParts(deps, options, upstream, producer, {
-    room,
-    signal: closing.signal,
-  })
+  const compliance = createComplianceQueue(
+    { ...deps, upstream, posts: producer, room, signal: closing.signal },
+    options,
+  )
   const backfillQueue = createBackfillQueue({ db, redis, prefix, logger: deps.logger })
   const backfillWorker =
     options.backfillWorker === false
@@ -98,48 +97,27 @@ export function createIngest(deps: IngestDeps, options: IngestOptions): Ingest {
   })
   metrics?.leader(() => lease.held)
   metrics?.redisPaused(() => room.paused)
-
-  const streamListeners = new Set<(e: StreamEvent) => void>()
-  if (metrics) streamListeners.add((e) => metrics.streamEvent(e))
-  let leading: Leading | undefined
-  let streamBatches: BatcherCounts = { atOnce: 0, gathered: 0, full: 0 }
-  let lastReaderStats = { connects: 0, lines: 0, keepAlives: 0, errorLines: 0 }
-  let leaderLoop: Promise<void> | undefined
-  const leadershipDeps = {
-    ...deps,
-    upstream,
-    options,
-    lease,
-    postsQueue,
-    producer,
-    compliance,
-    backfillQueue,
-    marks: new MarkStore(redis, prefix),
-    streamListeners,
-  }
-  const show = (now: Leading | undefined) => {
-    if (now) streamBatches = now.streamBatches
-    else if (leading) lastReaderStats = { ...leading.reader.stats }
-    leading = now
-  }
-
-  const lead = async () => {
-    while (!closing.signal.aborted) {
-      if (!(await lease.acquire(closing.signal))) return
-      log.info('leading: rule sync and the upstream stream run here')
-      try {
-        await runLeadership(leadershipDeps, closing.signal, show)
-      } catch (err) {
-        log.error({ err }, 'leader duties failed; stepping down')
-      }
-      await lease.release()
-    }
-  }
+  const leader = new LeaderLoop(
+    {
+      ...deps,
+      upstream,
+      options,
+      lease,
+      postsQueue,
+      producer,
+      compliance,
+      backfillQueue,
+      marks: new MarkStore(redis, prefix),
+    },
+    closing.signal,
+    log,
+  )
+  if (metrics) leader.onStreamEvent((e) => metrics.streamEvent(e))
 
   return {
     lease,
     stats() {
-      const s = leading?.reader.stats ?? lastReaderStats
+      const s = leader.readerStats()
       return {
         leader: lease.held,
         connects: s.connects,
@@ -147,33 +125,24 @@ export function createIngest(deps: IngestDeps, options: IngestOptions): Ingest {
         keepAlives: s.keepAlives,
         errorLines: s.errorLines,
         batches: producer.batches,
-        streamBatches: { ...streamBatches },
-        ruleSyncs: leading?.ruleSync.syncs ?? 0,
-        activeRules: leading?.ruleSync.lastResult?.active ?? 0,
+        streamBatches: leader.streamBatches(),
+        ruleSyncs: leader.ruleSync?.syncs ?? 0,
+        activeRules: leader.ruleSync?.lastResult?.active ?? 0,
         redisPaused: room.paused,
       }
     },
-    onStreamEvent(fn) {
-      streamListeners.add(fn)
-      const off = leading?.reader.onEvent(fn)
-      return () => {
-        streamListeners.delete(fn)
-        off?.()
-      }
-    },
+    onStreamEvent: (fn) => leader.onStreamEvent(fn),
     async syncRules() {
-      await leading?.ruleSync.request()
+      await leader.ruleSync?.request()
     },
     async start() {
       await backfillWorker?.start()
-      if (options.leader !== false) {
-        leaderLoop = lead().catch((err: unknown) => log.error({ err }, 'leader loop failed'))
-      }
+      if (options.leader !== false) leader.start()
       log.info({ upstream: options.upstreamUrl }, 'ingest started')
     },
     close: once(async () => {
       closing.abort()
-      await leaderLoop
+      await leader.stopped()
       await backfillWorker?.close()
       await backfillQueue.close()
       await compliance?.queue.close()
@@ -185,37 +154,6 @@ export function createIngest(deps: IngestDeps, options: IngestOptions): Ingest {
       log.info('ingest closed')
     }),
   }
-}
-
-/** The `compliance` queue and its producer, unless UPSTREAM_COMPLIANCE is `off`. */
-function complianceParts(
-  deps: IngestDeps,
-  options: IngestOptions,
-  upstream: UpstreamClient,
-  posts: PostsProducer,
-  pause: { room: RedisRoom; signal: AbortSignal },
-) {
-  if (!options.compliance || options.compliance.mode === 'off') return undefined
-  const { redis, prefix, metrics } = deps
-  const queue = createQueue<ComplianceJob>('compliance', {
-    connection: redis,
-    prefix,
-    logger: deps.logger,
-  })
-  const producer = new ComplianceProducer({
-    queue,
-    posts,
-    upstream,
-    logger: deps.logger,
-    metrics,
-    ...pause,
-  })
-  // Read from Redis at scrape time, so every replica reports it, leading or not.
-  const store = new SweepStore(redis, prefix)
-  if (options.compliance.mode === 'jobs') {
-    metrics?.complianceSweep(async () => (await store.read()).lastCompleteAt)
-  }
-  return { queue, producer }
 }
 
 /** The backfill worker's deps: conversation backfills and window recoveries, pages as `posts` jobs. */

@@ -1,12 +1,12 @@
 import type { Db } from '@threadline/db'
 import type { Logger } from '@threadline/logger'
 import type { IngestMetrics } from '@threadline/metrics'
-import { watchJobs, type ComplianceJob, type createQueue, type PostsJob } from '@threadline/queue'
+import { watchJobs, type createQueue, type PostsJob } from '@threadline/queue'
 import type { Lease, Redis } from '@threadline/redis'
 import type { BackfillQueue } from './backfill.js'
 import { Batcher, type BatcherCounts } from './batcher.js'
+import type { ComplianceQueue } from './compliance/queue.js'
 import { startCompliance } from './compliance/run.js'
-import type { ComplianceProducer } from './jobs/queue-compliance.js'
 import type { IngestOptions } from './options.js'
 import type { PostsProducer } from './jobs/queue-batch.js'
 import { WindowRecovery } from './recovery.js'
@@ -28,10 +28,7 @@ export interface LeadershipDeps {
   postsQueue: ReturnType<typeof createQueue<PostsJob>>
   producer: PostsProducer
   /** Set when UPSTREAM_COMPLIANCE is not `off`. */
-  compliance?: {
-    queue: ReturnType<typeof createQueue<ComplianceJob>>
-    producer: ComplianceProducer
-  }
+  compliance?: ComplianceQueue
   redis: Redis
   backfillQueue: BackfillQueue
   marks: MarkStore

@@ -178,7 +178,7 @@ export function reconnectCause(e: { reason: string; failure?: { kind: string } }
   return 'network'
 }
 
-export interface IngestMetrics {
+export interface IngestMetrics extends ComplianceIngestMetrics {
   /** Feed every StreamReader event here. */
   streamEvent(e: IngestStreamEvent): void
   /** A Post line read from the upstream stream (keep-alives and error notices excluded). */
@@ -193,6 +193,10 @@ export interface IngestMetrics {
   redisPaused(paused: () => boolean): void
   /** A window the stream missed, recovered by a replay or by search: Posts found, seconds to close. */
   windowRecovered(how: 'backfill_minutes' | 'search', posts: number, closeSeconds: number): void
+}
+
+/** The ingest's compliance side: events queued, its streams, and the sweep through batch jobs. */
+export interface ComplianceIngestMetrics {
   /** Compliance events queued for the writer, by source (stream, job). */
   complianceQueued(source: string, events: number): void
   /** Feed every compliance stream reader's events here (connections and reconnects by cause). */
@@ -271,47 +275,7 @@ export function ingestMetrics(registry: Registry): IngestMetrics {
       this.set(isLeader?.() ? 1 : 0)
     },
   })
-  const complianceQueued = new Counter({
-    name: 'threadline_ingest_compliance_events_queued_total',
-    help: 'Compliance events queued for the writer, by source (stream, job)',
-    labelNames: ['source'] as const,
-    registers,
-  })
-  const complianceConnects = new Counter({
-    name: 'threadline_ingest_compliance_stream_connects_total',
-    help: 'Successful connections to a partition of the upstream compliance streams',
-    registers,
-  })
-  const complianceReconnects = new Counter({
-    name: 'threadline_ingest_compliance_reconnects_total',
-    help: 'Compliance stream disconnections followed by a reconnect, by cause',
-    labelNames: ['cause'] as const,
-    registers,
-  })
-  const complianceUnreadable = new Counter({
-    name: 'threadline_ingest_compliance_unreadable_total',
-    help: 'Compliance stream lines or job result lines that were not a readable event',
-    registers,
-  })
-  const complianceJobs = new Counter({
-    name: 'threadline_ingest_compliance_jobs_total',
-    help: 'Batch compliance jobs of the sweep by how they ended (failed, expired, timeout: retried next sweep)',
-    labelNames: ['end'] as const,
-    registers,
-  })
-  let lastSweep: (() => Promise<number | undefined>) | undefined
-  new Gauge({
-    name: 'threadline_ingest_compliance_sweep_age_seconds',
-    help: 'Seconds since the last compliance sweep all of whose jobs completed (+Inf: none yet)',
-    registers,
-    async collect() {
-      if (!lastSweep) return
-      const at = await lastSweep().catch(() => undefined)
-      this.set(at === undefined ? Infinity : Math.max(0, (Date.now() - at) / 1000))
-    },
-  })
-  for (const source of ['stream', 'job']) complianceQueued.inc({ source }, 0)
-  for (const end of ['complete', 'failed', 'expired', 'timeout']) complianceJobs.inc({ end }, 0)
+  const compliance = complianceIngestMetrics(registry)
   let isPaused: (() => boolean) | undefined
   new Gauge({
     name: 'threadline_ingest_redis_paused',
@@ -323,18 +287,7 @@ export function ingestMetrics(registry: Registry): IngestMetrics {
   })
   const cause = (source: string) => (source === 'stream' ? 'stream' : 'backfill')
   return {
-    complianceQueued: (source, n) =>
-      complianceQueued.inc({ source: source === 'stream' ? 'stream' : 'job' }, n),
-    complianceStreamEvent(e) {
-      if (e.type === 'connected') complianceConnects.inc()
-      else if (e.type === 'disconnected') complianceReconnects.inc({ cause: reconnectCause(e) })
-      else complianceUnreadable.inc()
-    },
-    complianceUnreadable: () => complianceUnreadable.inc(),
-    complianceJobEnded: (end) => complianceJobs.inc({ end }),
-    complianceSweep(fn) {
-      lastSweep = fn
-    },
+    ...compliance,
     streamEvent(e) {
       if (e.type === 'connected') connects.inc()
       else if (e.type === 'error-line') errorLines.inc()
@@ -356,6 +309,65 @@ export function ingestMetrics(registry: Registry): IngestMetrics {
     },
     redisPaused(paused) {
       isPaused = paused
+    },
+  }
+}
+
+export function complianceIngestMetrics(registry: Registry): ComplianceIngestMetrics {
+  const registers = [registry]
+  const queued = new Counter({
+    name: 'threadline_ingest_compliance_events_queued_total',
+    help: 'Compliance events queued for the writer, by source (stream, job)',
+    labelNames: ['source'] as const,
+    registers,
+  })
+  const connects = new Counter({
+    name: 'threadline_ingest_compliance_stream_connects_total',
+    help: 'Successful connections to a partition of the upstream compliance streams',
+    registers,
+  })
+  const reconnects = new Counter({
+    name: 'threadline_ingest_compliance_reconnects_total',
+    help: 'Compliance stream disconnections followed by a reconnect, by cause',
+    labelNames: ['cause'] as const,
+    registers,
+  })
+  const unreadable = new Counter({
+    name: 'threadline_ingest_compliance_unreadable_total',
+    help: 'Compliance stream lines or job result lines that were not a readable event',
+    registers,
+  })
+  const jobs = new Counter({
+    name: 'threadline_ingest_compliance_jobs_total',
+    help: 'Batch compliance jobs of the sweep by how they ended (failed, expired, timeout: retried next sweep)',
+    labelNames: ['end'] as const,
+    registers,
+  })
+  let lastSweep: (() => Promise<number | undefined>) | undefined
+  new Gauge({
+    name: 'threadline_ingest_compliance_sweep_age_seconds',
+    help: 'Seconds since the last compliance sweep all of whose jobs completed (+Inf: none yet)',
+    registers,
+    async collect() {
+      if (!lastSweep) return
+      const at = await lastSweep().catch(() => undefined)
+      this.set(at === undefined ? Infinity : Math.max(0, (Date.now() - at) / 1000))
+    },
+  })
+  for (const source of ['stream', 'job']) queued.inc({ source }, 0)
+  for (const end of ['complete', 'failed', 'expired', 'timeout']) jobs.inc({ end }, 0)
+  return {
+    complianceQueued: (source, n) =>
+      queued.inc({ source: source === 'stream' ? 'stream' : 'job' }, n),
+    complianceStreamEvent(e) {
+      if (e.type === 'connected') connects.inc()
+      else if (e.type === 'disconnected') reconnects.inc({ cause: reconnectCause(e) })
+      else unreadable.inc()
+    },
+    complianceUnreadable: () => unreadable.inc(),
+    complianceJobEnded: (end) => jobs.inc({ end }),
+    complianceSweep(fn) {
+      lastSweep = fn
     },
   }
 }

@@ -2,9 +2,8 @@ import type { IncomingMessage } from 'node:http'
 import type { JobStatus } from '../compliance-jobs.js'
 import { invalid, text, type Reader } from '../params.js'
 import {
+  badBody,
   defineRoute,
-  HttpError,
-  invalidBody,
   isObject,
   readBody,
   type SimContext,
@@ -52,18 +51,17 @@ export function complianceJobRoutes({ jobs }: SimContext): SimRoute[] {
       { ...common, method: 'POST', path: '/2/compliance/jobs', params: {} },
       async ({ req }) => {
         const body = await readBody(req)
-        if (!isObject(body))
-          throw new HttpError(400, invalidBody('The request body must be a JSON object.'))
+        if (!isObject(body)) throw badBody('The request body must be a JSON object.')
         const type = TYPES.find((t) => t === body.type)
         if (!type) {
-          throw new HttpError(400, invalidBody('`type` must be one of [tweets,users].'))
+          throw badBody('`type` must be one of [tweets,users].')
         }
         const name = body.name
         if (name !== undefined && (typeof name !== 'string' || name.length > 64)) {
-          throw new HttpError(400, invalidBody('`name` must be a string of at most 64 characters.'))
+          throw badBody('`name` must be a string of at most 64 characters.')
         }
         if (body.resumable !== undefined && typeof body.resumable !== 'boolean') {
-          throw new HttpError(400, invalidBody('`resumable` must be true or false.'))
+          throw badBody('`resumable` must be true or false.')
         }
         const job = jobs.create(type, name, body.resumable === true)
         return { status: 200, body: JSON.stringify({ data: jobs.toWire(job, baseOf(req)) }) }

@@ -13,15 +13,6 @@ const MAX_BODY = 1024 * 1024
 export const problem = (status: number, title: string, detail: string, extra: object = {}) =>
   JSON.stringify({ title, type: 'about:blank', status, detail, ...extra })
 
-/** X's 400 body for a request it cannot read. */
-export const invalidBody = (message: string) =>
-  JSON.stringify({
-    errors: [{ message }],
-    title: 'Invalid Request',
-    detail: 'One or more parameters to your request was invalid.',
-    type: 'https://api.twitter.com/2/problems/invalid-request',
-  })
-
 export class HttpError extends Error {
   constructor(
     readonly status: number,
@@ -30,6 +21,18 @@ export class HttpError extends Error {
     super(body)
   }
 }
+
+/** X's 400 for a request body it cannot read, to throw. */
+export const badBody = (message: string) =>
+  new HttpError(
+    400,
+    JSON.stringify({
+      errors: [{ message }],
+      title: 'Invalid Request',
+      detail: 'One or more parameters to your request was invalid.',
+      type: 'https://api.twitter.com/2/problems/invalid-request',
+    }),
+  )
 
 export function send(res: ServerResponse, status: number, body: string): void {
   res.statusCode = status
@@ -43,10 +46,7 @@ export async function readBody(req: IncomingMessage): Promise<unknown> {
   if (!type.toLowerCase().startsWith('application/json')) {
     // Drain so the connection can be reused.
     req.resume()
-    throw new HttpError(
-      400,
-      invalidBody('Requests with bodies must have content-type of application/json.'),
-    )
+    throw badBody('Requests with bodies must have content-type of application/json.')
   }
   const chunks: Buffer[] = []
   let size = 0
@@ -60,7 +60,7 @@ export async function readBody(req: IncomingMessage): Promise<unknown> {
   try {
     return JSON.parse(Buffer.concat(chunks).toString('utf8'))
   } catch {
-    throw new HttpError(400, invalidBody('The request body is not valid JSON.'))
+    throw badBody('The request body is not valid JSON.')
   }
 }
 

@@ -1,8 +1,7 @@
 import { bool, int, invalid, optionalIdList, text } from '../params.js'
 import {
+  badBody,
   defineRoute,
-  HttpError,
-  invalidBody,
   isObject,
   readBody,
   type SimContext,
@@ -10,7 +9,6 @@ import {
 } from './route.js'
 
 const sentAt = () => new Date().toISOString()
-const bad = (message: string) => new HttpError(400, invalidBody(message))
 
 const isStrings = (v: unknown): v is string[] =>
   Array.isArray(v) && v.every((k) => typeof k === 'string')
@@ -79,12 +77,12 @@ export function rulesRoutes({ rules }: SimContext): SimRoute[] {
       }
       const body = await readBody(req)
       if (!isObject(body) || 'add' in body === 'delete' in body) {
-        throw bad('The request body must hold exactly one of `add` or `delete`.')
+        throw badBody('The request body must hold exactly one of `add` or `delete`.')
       }
       if ('add' in body) {
         const add = body.add
         if (!Array.isArray(add) || add.length === 0 || !add.every(isRule)) {
-          throw bad('`add` must be a non-empty array of {value, tag?} objects.')
+          throw badBody('`add` must be a non-empty array of {value, tag?} objects.')
         }
         const result = rules.add(add, dryRun)
         const out: Record<string, unknown> = {}
@@ -110,7 +108,7 @@ export function rulesRoutes({ rules }: SimContext): SimRoute[] {
       const del = body.delete
       const keys = isObject(del) ? (del.ids ?? del.values) : undefined
       if (!isObject(del) || !isStrings(keys)) {
-        throw bad('`delete` must be {ids: [...]} or {values: [...]}.')
+        throw badBody('`delete` must be {ids: [...]} or {values: [...]}.')
       }
       const by = del.ids !== undefined ? 'ids' : 'values'
       const { deleted, missing } = rules.delete(keys, by, dryRun)
