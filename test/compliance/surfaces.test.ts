@@ -270,35 +270,23 @@ describe('withdrawn Posts on every surface', () => {
     await applyComplianceEvents(env.db, [
       event({ kind: 'user', id: erin.id, action: 'user_suspend' }),
     ])
-    const suspended = {
-      detail: 'User has been suspended: [%].',
+    /** X's error for a suspended user named by `value` in `parameter`. */
+    const suspended = (value: string, parameter: string) => ({
+      detail: `User has been suspended: [${value}].`,
       title: 'Forbidden',
       resource_type: 'user',
       type: 'https://api.twitter.com/2/problems/resource-not-found',
-    }
+      value,
+      parameter,
+      resource_id: value,
+    })
     const one = await get(`/2/users/${erin.id}`)
     assertXSchema('Get2UsersIdResponse', one.body)
-    expect(one.body.errors).toEqual([
-      {
-        ...suspended,
-        detail: `User has been suspended: [${erin.id}].`,
-        value: erin.id,
-        parameter: 'id',
-        resource_id: erin.id,
-      },
-    ])
+    expect(one.body.errors).toEqual([suspended(erin.id, 'id')])
     const named = await get(`/2/users/by?usernames=${erin.username},${alice.username}`)
     assertXSchema('Get2UsersByResponse', named.body)
     expect(ids(named.body)).toEqual([alice.id])
-    expect(named.body.errors).toEqual([
-      {
-        ...suspended,
-        detail: `User has been suspended: [${erin.username}].`,
-        value: erin.username,
-        parameter: 'usernames',
-        resource_id: erin.username,
-      },
-    ])
+    expect(named.body.errors).toEqual([suspended(erin.username, 'usernames')])
   })
 
   it('the tree keeps placeholders with their replies under them', async () => {
