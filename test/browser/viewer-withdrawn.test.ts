@@ -1,28 +1,19 @@
-import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import type { Browser } from 'playwright-core'
-import { launchChromium } from '../support/chromium.js'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import {
-  apiDepsFromConfig,
-  apiOptionsFromConfig,
-  createApi,
-  withApiOverrides,
-  type ApiServer,
-} from '@threadline/api'
-import { applyComplianceEvents, createApp } from '@threadline/db'
+import type { ApiServer } from '@threadline/api'
+import { createApp } from '@threadline/db'
 import { createTestEnv, type TestEnv } from '@threadline/testing'
-import { buildViewer } from '../../packages/viewer/src/build.js'
+import { withdrawPosts } from '@threadline/testing/api'
 import type { Writer } from '@threadline/writer'
-import { postLine, startWriter, store, type UserSpec } from '../stream/harness.js'
+import { startApi } from '../support/api.js'
+import { ARTIFACTS, startViewerBrowser, watchedPage } from '../support/browser.js'
+import { postLine, replyIn, startWriter, store, type UserSpec } from '../stream/harness.js'
 
 /**
  * The viewer with Posts X withdrew (docs/api.md §7), in Debian's Chromium: a deleted Post and a
  * hidden one stay in the tree as placeholders that say so, with their replies below them.
  */
-
-const ARTIFACTS = join(import.meta.dirname, '../../test-results')
-const UI_TIMEOUT_MS = 15_000
 
 let env: TestEnv
 let api: ApiServer
@@ -33,12 +24,8 @@ let token: string
 const ann: UserSpec = { id: '4601', username: 'ann_w', name: 'Ann' }
 const ben: UserSpec = { id: '4602', username: 'ben_w', name: 'Ben' }
 
-function reply(text: string, author: UserSpec, parent: { id: string; author: UserSpec }) {
-  const p = postLine({ text, author, replyTo: parent })
-  const parsed = JSON.parse(p.line) as { data: Record<string, unknown> }
-  parsed.data.conversation_id = root.id
-  return { id: p.id, author, line: JSON.stringify(parsed) }
-}
+const reply = (text: string, author: UserSpec, parent: { id: string; author: UserSpec }) =>
+  replyIn(root.id, { text, author, replyTo: parent })
 
 const root = postLine({ text: 'a thread with withdrawals', author: ann })
 const deleted = reply('this text must not reach the page', ben, { id: root.id, author: ann })
@@ -47,55 +34,28 @@ const hidden = reply('a reply X drops', ben, { id: root.id, author: ann })
 const underHidden = reply('a reply kept below the hidden Post', ann, hidden)
 
 beforeAll(async () => {
-  mkdirSync(ARTIFACTS, { recursive: true })
-  await buildViewer()
   env = await createTestEnv()
-  api = createApi(
-    await apiDepsFromConfig(env.config, env.logger),
-    withApiOverrides(apiOptionsFromConfig(env.config), {
-      server: { host: '127.0.0.1', port: 0 },
-      stream: { connectionScope: 'cluster' },
-    }),
-  )
-  env.defer(() => api.close())
-  await api.start()
+  browser = await startViewerBrowser(env)
+  api = await startApi(env, { stream: { connectionScope: 'cluster' } })
   writer = await startWriter(env)
   token = (await createApp(env.db, 'viewer')).bearer_token
   await store(env, writer, [root.line, deleted.line, hidden.line])
   await store(env, writer, [underDeleted.line, underHidden.line])
-  const now = new Date().toISOString()
-  await applyComplianceEvents(env.db, [
-    {
-      kind: 'tweet',
-      id: deleted.id,
-      action: 'delete',
-      eventAt: now,
-      receivedAt: now,
-      source: 'stream',
-    },
-    {
-      kind: 'tweet',
-      id: hidden.id,
-      action: 'drop',
-      eventAt: now,
-      receivedAt: now,
-      source: 'stream',
-    },
-  ])
-  browser = await launchChromium()
+  await withdrawPosts(
+    env.db,
+    [
+      { id: deleted.id, action: 'delete' },
+      { id: hidden.id, action: 'drop' },
+    ],
+    new Date().toISOString(),
+  )
 })
 
-afterAll(async () => {
-  await browser?.close()
-  await env?.close()
-})
+afterAll(() => env?.close())
 
 describe('the viewer with withdrawn Posts', () => {
   it('shows "This Post was deleted." and "This Post is unavailable." with their replies kept', async () => {
-    const page = await browser.newPage({ viewport: { width: 960, height: 900 } })
-    page.setDefaultTimeout(UI_TIMEOUT_MS)
-    const errors: string[] = []
-    page.on('pageerror', (e) => errors.push(String(e)))
+    const { page, errors } = await watchedPage(browser, { width: 960, height: 900 })
     await page.goto(`${api.url()}/threads/${root.id}#token=${token}`)
     await page.waitForSelector(`[data-post-id="${underHidden.id}"]`)
 

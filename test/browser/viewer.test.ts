@@ -1,19 +1,19 @@
-import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import type { Browser, Page, Request } from 'playwright-core'
-import { launchChromium } from '../support/chromium.js'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import {
-  apiDepsFromConfig,
-  apiOptionsFromConfig,
-  createApi,
-  withApiOverrides,
-  type ApiServer,
-} from '@threadline/api'
+import type { ApiServer } from '@threadline/api'
 import { createTestEnv, waitFor, type TestEnv } from '@threadline/testing'
-import { buildViewer } from '../../packages/viewer/src/build.js'
 import type { Writer } from '@threadline/writer'
-import { appWithRules, postLine, startWriter, store, type UserSpec } from '../stream/harness.js'
+import { startApi } from '../support/api.js'
+import { ARTIFACTS, startViewerBrowser, watchedPage } from '../support/browser.js'
+import {
+  appWithRules,
+  postLine,
+  replyIn,
+  startWriter,
+  store,
+  type UserSpec,
+} from '../stream/harness.js'
 
 /**
  * The conversation viewer (docs/api.md §6) in a real browser, Debian's Chromium driven by
@@ -21,11 +21,8 @@ import { appWithRules, postLine, startWriter, store, type UserSpec } from '../st
  * Screenshots land in test-results/ (kept by CI as artifacts, ignored by git).
  */
 
-const ARTIFACTS = join(import.meta.dirname, '../../test-results')
 /** The issue's bound: a reply stored while the page is open shows within a second. */
 const LIVE_DEADLINE_MS = 1_000
-/** Deadline of every other wait on the page. */
-const UI_TIMEOUT_MS = 15_000
 
 let env: TestEnv
 let api: ApiServer
@@ -37,18 +34,13 @@ const alice: UserSpec = { id: '4001', username: 'alice_v', name: 'Alice Liddell'
 const bob: UserSpec = { id: '4002', username: 'bob_v', name: 'بوب' }
 const carol: UserSpec = { id: '4003', username: 'carol_v', name: 'Carol 😀' }
 
-/** A reply in `conversationId` (postLine names the parent as the conversation). */
-function reply(
+/** A reply in `conversationId`. */
+const reply = (
   conversationId: string,
   text: string,
   author: UserSpec,
   parent: { id: string; author: UserSpec },
-) {
-  const p = postLine({ text, author, replyTo: parent })
-  const parsed = JSON.parse(p.line) as { data: Record<string, unknown> }
-  parsed.data.conversation_id = conversationId
-  return { id: p.id, author, line: JSON.stringify(parsed) }
-}
+) => replyIn(conversationId, { text, author, replyTo: parent })
 
 /** The stored conversation: a branch three deep, a sibling, and an orphan with its own reply. */
 const root = postLine({
@@ -77,41 +69,22 @@ const expectedDepth = new Map([
 ])
 
 beforeAll(async () => {
-  mkdirSync(ARTIFACTS, { recursive: true })
-  // From the sources as they are now (a bundle left by an earlier build may be stale).
-  await buildViewer()
   env = await createTestEnv()
-  api = createApi(
-    await apiDepsFromConfig(env.config, env.logger),
-    withApiOverrides(apiOptionsFromConfig(env.config), {
-      server: { host: '127.0.0.1', port: 0 },
-      stream: { connectionScope: 'cluster' },
-    }),
-  )
-  env.defer(() => api.close())
-  await api.start()
+  browser = await startViewerBrowser(env)
+  api = await startApi(env, { stream: { connectionScope: 'cluster' } })
   writer = await startWriter(env)
   ;({ token } = await appWithRules(env, 'viewer', [{ value: `conversation_id:${root.id}` }]))
   await store(env, writer, [root.line, r1.line, r1a.line, r1a1.line, r2.line])
   await store(env, writer, [orphan.line, orphanReply.line])
-  browser = await launchChromium()
 })
 
-afterAll(async () => {
-  await browser?.close()
-  await env?.close()
-})
+afterAll(() => env?.close())
 
-/** A page that records every request it makes, for the origin and token checks. */
+/** A page at `path` with the token, recording its requests for the origin and token checks. */
 async function openPage(width: number, height: number, path: string) {
-  const page = await browser.newPage({ viewport: { width, height } })
-  page.setDefaultTimeout(UI_TIMEOUT_MS)
-  const requests: Request[] = []
-  const errors: string[] = []
-  page.on('request', (r) => requests.push(r))
-  page.on('pageerror', (e) => errors.push(String(e)))
-  await page.goto(`${api.url()}${path}#token=${token}`)
-  return { page, requests, errors }
+  const watched = await watchedPage(browser, { width, height })
+  await watched.page.goto(`${api.url()}${path}#token=${token}`)
+  return watched
 }
 
 /** Every request stayed on the API's origin and carried the token in its header only. */
@@ -209,8 +182,7 @@ describe('the conversation viewer', () => {
   })
 
   it('reconnects after a drop, asking for the minutes it missed', async () => {
-    const page = await browser.newPage()
-    page.setDefaultTimeout(UI_TIMEOUT_MS)
+    const { page } = await watchedPage(browser)
     const feeds: string[] = []
     // The first connection fails as a dropped network would; later ones go through.
     await page.route('**/stream?**', async (route) => {
@@ -277,10 +249,7 @@ describe('the conversation viewer', () => {
   })
 
   it('asks for the token when the address has none, and sends it in a header only', async () => {
-    const page = await browser.newPage()
-    page.setDefaultTimeout(UI_TIMEOUT_MS)
-    const requests: Request[] = []
-    page.on('request', (r) => requests.push(r))
+    const { page, requests } = await watchedPage(browser)
     await page.goto(`${api.url()}/threads/${root.id}`)
     await page.fill('#token', token)
     await page.press('#token', 'Enter')

@@ -4,10 +4,8 @@ import { promisify } from 'node:util'
 import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { TwitterApi, type ITwitterApiClientPlugin } from 'twitter-api-v2'
-import { applyComplianceEvents } from '@threadline/db'
-import type { ComplianceEvent } from '@threadline/domain'
 import { createTestEnv, generateConversation, type TestEnv } from '@threadline/testing'
-import { startTestServer, storeLines } from '@threadline/testing/api'
+import { startTestServer, storeLines, withdrawPosts } from '@threadline/testing/api'
 
 /**
  * X's batch compliance calls of the clients Threadline's users already have, unmodified, against
@@ -33,17 +31,10 @@ beforeAll(async () => {
   env = await createTestEnv()
   ;({ url: base, token } = await startTestServer(env, {}, { listen: true }))
   await storeLines(env.db, conv.lines)
-  const at = new Date(Date.now() - 60_000).toISOString()
-  await applyComplianceEvents(
+  await withdrawPosts(
     env.db,
-    deleted.map((id): ComplianceEvent => ({
-      kind: 'tweet',
-      id,
-      action: 'delete',
-      eventAt: at,
-      receivedAt: at,
-      source: 'stream',
-    })),
+    deleted.map((id) => ({ id, action: 'delete' })),
+    new Date(Date.now() - 60_000).toISOString(),
   )
 })
 afterAll(() => env?.close())

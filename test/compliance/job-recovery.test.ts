@@ -1,9 +1,7 @@
-import { fork, type ChildProcess } from 'node:child_process'
+import type { ChildProcess } from 'node:child_process'
 import http from 'node:http'
-import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { applyComplianceEvents, sql } from '@threadline/db'
-import type { ComplianceEvent } from '@threadline/domain'
+import { sql } from '@threadline/db'
 import {
   createTestEnv,
   generateConversation,
@@ -11,14 +9,14 @@ import {
   waitForValue,
   type TestEnv,
 } from '@threadline/testing'
-import { startTestServer, storeLines } from '@threadline/testing/api'
+import { startTestServer, storeLines, withdrawPosts } from '@threadline/testing/api'
+import { forkApi } from '../support/api.js'
 
 /**
  * docs/api.md §8.1: a job must not stay in progress when the API process working it stops. An
  * API in its own process is killed (SIGKILL: no shutdown code runs) mid-upload and mid-check;
  * another instance, reading the job once the lease lapsed, fails the first and resumes the second.
  */
-const SCRIPT = fileURLToPath(new URL('./api-process.ts', import.meta.url))
 const SECRET = 'job-recovery-secret'
 const LEASE_MS = 1_500
 
@@ -36,35 +34,19 @@ beforeAll(async () => {
     { listen: true },
   ))
   await storeLines(env.db, conv.lines)
-  const at = '2026-11-28T10:00:00.000Z'
-  await applyComplianceEvents(
+  await withdrawPosts(
     env.db,
-    deleted.map((id): ComplianceEvent => ({
-      kind: 'tweet',
-      id,
-      action: 'delete',
-      eventAt: at,
-      receivedAt: at,
-      source: 'stream',
-    })),
+    deleted.map((id) => ({ id, action: 'delete' })),
+    '2026-11-28T10:00:00.000Z',
   )
 })
 afterAll(() => env?.close())
 
 /** An API process with tiny chunks, so that its check takes long enough to be interrupted. */
-async function startChild(): Promise<{ child: ChildProcess; url: string }> {
-  const child = fork(SCRIPT, [JSON.stringify({ leaseMs: LEASE_MS, chunkIds: 200 })], {
-    execArgv: ['--import', 'tsx'],
-    env: { ...process.env, ...env.env },
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+const startChild = () =>
+  forkApi(env, (child) => child.kill('SIGKILL'), {
+    options: { overrides: { compliance: { leaseMs: LEASE_MS, chunkIds: 200 } } },
   })
-  env.defer(() => child.kill('SIGKILL'))
-  const url = await new Promise<string>((resolve, reject) => {
-    child.once('message', (m) => resolve((m as { url: string }).url))
-    child.once('exit', (code) => reject(new Error(`the API process exited (${code})`)))
-  })
-  return { child, url }
-}
 
 const call = async (url: string, method = 'GET', body?: unknown) => {
   const res = await fetch(url, {

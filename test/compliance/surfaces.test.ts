@@ -1,21 +1,17 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import {
-  apiDepsFromConfig,
-  apiOptionsFromConfig,
-  createApi,
-  withApiOverrides,
-  type ApiServer,
-} from '@threadline/api'
+import type { ApiServer } from '@threadline/api'
 import { applyComplianceEvents, sql, type ComplianceApplied } from '@threadline/db'
 import type { ComplianceEvent } from '@threadline/domain'
 import { eraseStoredPosts, publishStored } from '@threadline/redis'
 import { createTestEnv, waitFor, type TestEnv } from '@threadline/testing'
 import { assertXSchema } from '@threadline/testing/api'
 import type { Writer } from '@threadline/writer'
+import { startApi } from '../support/api.js'
 import {
   appWithRules,
   openRawStream,
   postLine,
+  replyIn,
   startWriter,
   store,
   type UserSpec,
@@ -46,22 +42,17 @@ const START = Date.now()
 const idAgo = (minutesAgo: number) =>
   ((BigInt(START - minutesAgo * 60_000) - 1288834974657n) << 22n).toString()
 
-function reply(
+const reply = (
   id: string,
   text: string,
   author: UserSpec,
   parent: { id: string; author: UserSpec },
-) {
-  const p = postLine({ id, text, author, replyTo: parent })
-  const parsed = JSON.parse(p.line) as { data: Record<string, unknown> }
-  parsed.data.conversation_id = root.id
-  return { id: p.id, author, line: JSON.stringify(parsed) }
-}
+) => replyIn(root.id, { id, text, author, replyTo: parent })
 
 const root = postLine({ id: idAgo(20), text: 'the root of a thread on compliance', author: alice })
 const rootRef = { id: root.id, author: alice }
 // The mid-tree Post: it mentions alice and has a reply below it.
-const midLine = postLine({
+const mid = replyIn(root.id, {
   id: idAgo(19),
   text: `@alice_c ${SECRET} a reply that will be deleted`,
   author: bob,
@@ -70,11 +61,6 @@ const midLine = postLine({
     entities: { mentions: [{ start: 0, end: 8, username: 'alice_c', id: alice.id }] },
   },
 })
-const mid = (() => {
-  const parsed = JSON.parse(midLine.line) as { data: Record<string, unknown> }
-  parsed.data.conversation_id = root.id
-  return { id: midLine.id, author: bob, line: JSON.stringify(parsed) }
-})()
 const underMid = reply(idAgo(18), 'a reply below the deleted one', alice, mid)
 const byCarol = reply(idAgo(17), 'carol speaks before she protects her account', carol, rootRef)
 const underCarol = reply(idAgo(16), 'a reply to carol', alice, byCarol)
@@ -148,15 +134,7 @@ let applied: ComplianceApplied
 
 beforeAll(async () => {
   env = await createTestEnv()
-  api = createApi(
-    await apiDepsFromConfig(env.config, env.logger),
-    withApiOverrides(apiOptionsFromConfig(env.config), {
-      server: { host: '127.0.0.1', port: 0 },
-      stream: { connectionScope: 'cluster' },
-    }),
-  )
-  env.defer(() => api.close())
-  await api.start()
+  api = await startApi(env, { stream: { connectionScope: 'cluster' } })
   writer = await startWriter(env)
   ;({ token } = await appWithRules(env, 'compliance', [{ value: `conversation_id:${root.id}` }]))
   // Three batches, three packs in the stored stream: erasing the deleted Post's pack leaves the
@@ -292,35 +270,23 @@ describe('withdrawn Posts on every surface', () => {
     await applyComplianceEvents(env.db, [
       event({ kind: 'user', id: erin.id, action: 'user_suspend' }),
     ])
-    const suspended = {
-      detail: 'User has been suspended: [%].',
+    /** X's error for a suspended user named by `value` in `parameter`. */
+    const suspended = (value: string, parameter: string) => ({
+      detail: `User has been suspended: [${value}].`,
       title: 'Forbidden',
       resource_type: 'user',
       type: 'https://api.twitter.com/2/problems/resource-not-found',
-    }
+      value,
+      parameter,
+      resource_id: value,
+    })
     const one = await get(`/2/users/${erin.id}`)
     assertXSchema('Get2UsersIdResponse', one.body)
-    expect(one.body.errors).toEqual([
-      {
-        ...suspended,
-        detail: `User has been suspended: [${erin.id}].`,
-        value: erin.id,
-        parameter: 'id',
-        resource_id: erin.id,
-      },
-    ])
+    expect(one.body.errors).toEqual([suspended(erin.id, 'id')])
     const named = await get(`/2/users/by?usernames=${erin.username},${alice.username}`)
     assertXSchema('Get2UsersByResponse', named.body)
     expect(ids(named.body)).toEqual([alice.id])
-    expect(named.body.errors).toEqual([
-      {
-        ...suspended,
-        detail: `User has been suspended: [${erin.username}].`,
-        value: erin.username,
-        parameter: 'usernames',
-        resource_id: erin.username,
-      },
-    ])
+    expect(named.body.errors).toEqual([suspended(erin.username, 'usernames')])
   })
 
   it('the tree keeps placeholders with their replies under them', async () => {

@@ -1,9 +1,7 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { beforeAll, describe, expect, it } from 'vitest'
 import { waitFor, waitForValue } from '@threadline/testing'
-import { Compose, complaints, run, type Complaint } from './compose.js'
+import { Compose, complaints, type Complaint } from './compose.js'
+import { requireDocker, SuiteRun } from './suite-run.js'
 
 /**
  * The production path as a user with Docker takes it (`pnpm test:compose`): the image built from
@@ -74,18 +72,10 @@ interface Sent {
   ids: string[]
 }
 
-const docker = await run('docker', ['info', '--format', '{{.ServerVersion}}'], {
-  env: process.env,
-  timeoutMs: 30_000,
-}).catch((err: Error) => err)
-
 describe('the compose stack, built and run', () => {
-  const workDir = mkdtempSync(join(tmpdir(), 'threadline-compose-'))
-  const emptyEnv = join(workDir, 'empty.env')
-  writeFileSync(emptyEnv, '')
-  const compose = new Compose(PROJECT, emptyEnv)
-  const timings: Record<string, number> = {}
-  let failed = false
+  const suite = new SuiteRun('compose')
+  const compose = new Compose(PROJECT, suite.emptyEnv)
+  const timings = suite.timings
   let apiUrl = ''
   let token = ''
   let killed = ''
@@ -102,38 +92,23 @@ describe('the compose stack, built and run', () => {
     new Set((await compose.sql('SELECT id FROM posts')).map((r) => r[0]))
 
   beforeAll(async () => {
-    if (docker instanceof Error) {
-      throw new Error(`pnpm test:compose needs Docker (docker info failed): ${docker.message}`)
-    }
+    await requireDocker()
     // A run that was itself killed leaves its stack behind.
     await compose.run(['down', '--volumes', '--remove-orphans', '--timeout', '5'])
-    try {
+    await suite.step(async () => {
       timings.build_ms = (await compose.run(['build'], 600_000)).ms
       const up = ['up', '--detach', '--wait', '--no-build', '--scale', `writer=${WRITERS}`]
       timings.up_to_healthy_ms = (await compose.run(up, 300_000)).ms
       const port = (await compose.run(['port', 'api', '3000'])).stdout.trim()
       apiUrl = `http://127.0.0.1:${port.split(':').pop()}`
-    } catch (err) {
-      failed = true
-      throw err
-    }
+    })
   }, 900_000)
 
-  afterEach((context) => {
-    if (context.task.result?.state === 'fail') failed = true
-  })
-
-  afterAll(async () => {
-    const logs = join(workDir, 'logs')
-    if (failed) {
-      await compose.saveLogs(logs).catch(() => {})
-      process.stdout.write(`\ncompose suite failed: the services' logs are in ${logs}\n`)
-    }
-    const down = await compose.run(['down', '--volumes', '--remove-orphans'], 180_000)
-    timings.down_ms = down.ms
-    if (!failed) rmSync(workDir, { recursive: true, force: true })
-    process.stdout.write(`${JSON.stringify({ compose: timings })}\n`)
-  }, 300_000)
+  suite.registerEnd(
+    compose,
+    async () => (await compose.run(['down', '--volumes', '--remove-orphans'], 180_000)).ms,
+    300_000,
+  )
 
   it('creates an app with `docker compose run --rm api apps create`', async () => {
     const created = await compose.run([

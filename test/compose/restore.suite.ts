@@ -1,9 +1,9 @@
-import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { chmodSync, mkdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { beforeAll, describe, expect, it } from 'vitest'
 import { generateConversation, waitFor, waitForValue } from '@threadline/testing'
-import { Compose, complaints, run, type Complaint } from './compose.js'
+import { Compose, complaints, type Complaint } from './compose.js'
+import { requireDocker, SuiteRun } from './suite-run.js'
 
 /**
  * The restore runbook of docs/operations.md, run for real (`pnpm test:compose`): Postgres with its
@@ -38,21 +38,13 @@ interface BackupInfo {
   backup?: { label: string; type: string }[]
 }
 
-const docker = await run('docker', ['info', '--format', '{{.ServerVersion}}'], {
-  env: process.env,
-  timeoutMs: 30_000,
-}).catch((err: Error) => err)
-
 describe('backups: a point-in-time restore into a fresh volume', () => {
-  const workDir = mkdtempSync(join(tmpdir(), 'threadline-restore-'))
-  const importDir = join(workDir, 'import')
-  const emptyEnv = join(workDir, 'empty.env')
-  writeFileSync(emptyEnv, '')
+  const suite = new SuiteRun('restore')
+  const importDir = join(suite.workDir, 'import')
   // The stack as deployed, and the same stack pointed at the restored volume.
-  const compose = new Compose(PROJECT, emptyEnv)
-  const restored = new Compose(PROJECT, emptyEnv, { PGDATA_VOLUME: RESTORED_VOLUME })
-  const timings: Record<string, number> = {}
-  let failed = false
+  const compose = new Compose(PROJECT, suite.emptyEnv)
+  const restored = new Compose(PROJECT, suite.emptyEnv, { PGDATA_VOLUME: RESTORED_VOLUME })
+  const timings = suite.timings
 
   /** Writes a batch's lines for the import container, which runs as another user. */
   const batch = (name: string, seed: number, startMs: number): Batch => {
@@ -87,39 +79,21 @@ describe('backups: a point-in-time restore into a fresh volume', () => {
     (await stack.run(['down', '--volumes', '--remove-orphans', '--timeout', '10'], 180_000)).ms
 
   beforeAll(async () => {
-    if (docker instanceof Error) {
-      throw new Error(`pnpm test:compose needs Docker (docker info failed): ${docker.message}`)
-    }
+    await requireDocker()
     // A run that was itself killed leaves its stack, and perhaps its restored volume, behind.
     await down(restored)
     await down(compose)
-    try {
+    await suite.step(async () => {
       timings.build_ms = (await compose.run(['build'], 900_000)).ms
       const up = ['up', '--detach', '--wait', '--no-build', 'postgres', 'backup', 'redis', 'writer']
       timings.up_to_healthy_ms = (await compose.run(up, 300_000)).ms
-    } catch (err) {
-      failed = true
-      throw err
-    }
+    })
     // The import container runs as the image's `node` user.
     mkdirSync(importDir)
     chmodSync(importDir, 0o755)
   }, 900_000)
 
-  afterEach((context) => {
-    if (context.task.result?.state === 'fail') failed = true
-  })
-
-  afterAll(async () => {
-    const logs = join(workDir, 'logs')
-    if (failed) {
-      await restored.saveLogs(logs).catch(() => {})
-      process.stdout.write(`\nrestore suite failed: the services' logs are in ${logs}\n`)
-    }
-    timings.down_ms = (await down(restored)) + (await down(compose))
-    if (!failed) rmSync(workDir, { recursive: true, force: true })
-    process.stdout.write(`${JSON.stringify({ restore: timings })}\n`)
-  }, 400_000)
+  suite.registerEnd(restored, async () => (await down(restored)) + (await down(compose)), 400_000)
 
   it('finds exactly the Posts committed before the noted time, and archives again after', async () => {
     // The service's first full backup, taken once the server was up.

@@ -4,17 +4,12 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import {
-  apiDepsFromConfig,
-  apiOptionsFromConfig,
-  createApi,
-  withApiOverrides,
-  type ApiServer,
-} from '@threadline/api'
+import type { ApiServer } from '@threadline/api'
 import { importFiles } from '@threadline/cli'
 import { createApp, readConversationTree, sql, type Db } from '@threadline/db'
 import { addPostsBatch, createQueue, type PostsJob } from '@threadline/queue'
 import { createTestEnv, prng, shuffle, waitFor, type TestEnv } from '@threadline/testing'
+import { startApi } from '../support/api.js'
 import { startTestWriter } from '../support/writer.js'
 import { conversationFixture, expectedTree, streamLine, type GenPost } from './fixture.js'
 
@@ -115,14 +110,7 @@ async function storedCount(db: Db, conversationId: string): Promise<number> {
 beforeAll(async () => {
   env = await createTestEnv()
   dir = await mkdtemp(join(tmpdir(), 'threadline-export-'))
-  api = createApi(
-    await apiDepsFromConfig(env.config, env.logger),
-    withApiOverrides(apiOptionsFromConfig(env.config), {
-      server: { host: '127.0.0.1', port: 0 },
-    }),
-  )
-  env.defer(() => api.close())
-  await api.start()
+  api = await startApi(env)
   token = (await createApp(env.db, 'exporter')).bearer_token
   await startTestWriter(env)
   const queue = createQueue<PostsJob>('posts', {

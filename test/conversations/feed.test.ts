@@ -1,18 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import {
-  apiDepsFromConfig,
-  apiOptionsFromConfig,
-  createApi,
-  withApiOverrides,
-  type ApiServer,
-} from '@threadline/api'
+import type { ApiServer } from '@threadline/api'
 import { createTestEnv, waitFor, type TestEnv } from '@threadline/testing'
 import type { Writer } from '@threadline/writer'
 import { assertXSchema } from '@threadline/testing/api'
+import { startApi } from '../support/api.js'
 import {
   appWithRules,
   openRawStream,
   postLine,
+  replyIn,
   startWriter,
   store,
   type RawStream,
@@ -32,25 +28,10 @@ const bob = { id: '3002', username: 'bob_f', name: 'Bob' }
 
 beforeAll(async () => {
   env = await createTestEnv({ API_CONVERSATION_STREAM_MAX_CONNECTIONS: String(FEED_LIMIT) })
-  api = createApi(
-    await apiDepsFromConfig(env.config, env.logger),
-    withApiOverrides(apiOptionsFromConfig(env.config), {
-      server: { host: '127.0.0.1', port: 0 },
-      stream: { keepAliveMs: 150, connectionScope: 'cluster' },
-    }),
-  )
-  env.defer(() => api.close())
-  await api.start()
+  api = await startApi(env, { stream: { keepAliveMs: 150, connectionScope: 'cluster' } })
   writer = await startWriter(env)
 })
 afterAll(() => env?.close())
-
-/** A reply below the root's children: postLine names its parent as the conversation. */
-function inConversation(conversationId: string, p: { id: string; line: string }) {
-  const parsed = JSON.parse(p.line) as { data: Record<string, unknown> }
-  parsed.data.conversation_id = conversationId
-  return { id: p.id, line: JSON.stringify(parsed) }
-}
 
 const ids = (s: RawStream) => s.messages.map((m) => (m.data as { id: string }).id)
 const feed = (id: string, token: string, query = '') =>
@@ -83,10 +64,11 @@ describe('GET /2/conversations/:conversation_id/stream', () => {
     // A quote of the root belongs to its own conversation (docs/api.md §5.3).
     const quote = postLine({ text: 'quoting the root', author: alice, quotes: root.id })
     await store(env, writer, [elsewhere.line, reply.line, quote.line])
-    const sentinel = inConversation(
-      root.id,
-      postLine({ text: 'a deeper reply', author: alice, replyTo: { id: reply.id, author: bob } }),
-    )
+    const sentinel = replyIn(root.id, {
+      text: 'a deeper reply',
+      author: alice,
+      replyTo: { id: reply.id, author: bob },
+    })
     await store(env, writer, [sentinel.line])
 
     await waitFor('the sentinel reply', () => ids(s).includes(sentinel.id))

@@ -6,13 +6,7 @@
 import { execFile, spawn, spawnSync } from 'node:child_process'
 import { promisify } from 'node:util'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import {
-  apiDepsFromConfig,
-  apiOptionsFromConfig,
-  createApi,
-  withApiOverrides,
-  type ApiServer,
-} from '@threadline/api'
+import type { ApiServer } from '@threadline/api'
 import { addRules, createApp, readConversationSkeleton, storeBatch } from '@threadline/db'
 import {
   conversationMetrics,
@@ -22,6 +16,7 @@ import {
   type SkeletonRows,
 } from '@threadline/domain'
 import { createTestEnv, prng, type TestEnv } from '@threadline/testing'
+import { startApi } from '../support/api.js'
 import { conversationFixture, streamLine } from './fixture.js'
 
 const python = ['/usr/bin/python3', 'python3'].find(
@@ -121,14 +116,7 @@ describe('GET /2/conversations/:id/metrics and /2/conversations/metrics?format=c
 
   beforeAll(async () => {
     env = await createTestEnv()
-    api = createApi(
-      await apiDepsFromConfig(env.config, env.logger),
-      withApiOverrides(apiOptionsFromConfig(env.config), {
-        server: { host: '127.0.0.1', port: 0 },
-      }),
-    )
-    env.defer(() => api.close())
-    await api.start()
+    api = await startApi(env)
     const app = await createApp(env.db, 'metrics')
     token = app.bearer_token
     appId = app.app_id

@@ -1,10 +1,9 @@
 import { createHmac } from 'node:crypto'
 import fc from 'fast-check'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { fork, type ChildProcess } from 'node:child_process'
+import type { ChildProcess } from 'node:child_process'
 import { maxHeaderSize } from 'node:http'
 import { readFileSync } from 'node:fs'
-import { fileURLToPath } from 'node:url'
 import { apiTokenSecrets, createApp, findApp, storeBatch } from '@threadline/db'
 import { normalizeLines } from '@threadline/domain'
 import { createTestEnv, generateConversation, type TestEnv } from '@threadline/testing'
@@ -19,10 +18,11 @@ import {
   subscriptionBody,
   webhookBody,
 } from './generators.js'
+import { forkApi } from '../support/api.js'
 
 /**
  * The API under hostile, grammar-aware input (docs/operations.md, "Hostile input"): the real
- * server on loopback with real Postgres and Redis, in a child process (server.ts). Fails on a 5xx,
+ * server on loopback with real Postgres and Redis, in a child process (forkApi). Fails on a 5xx,
  * an answer slower than SLOW_MS, a stack trace or a secret in a body, or the server's RSS growing
  * past RSS_BOUND (measured in its own process: the fuzzer's memory is not counted).
  *
@@ -53,18 +53,15 @@ beforeAll(async () => {
   env = await createTestEnv({
     API_RATE_LIMITS: 'lookup:1000000,search:1000000,counts:1000000,rules:1000000',
   })
-  server = fork(fileURLToPath(new URL('./server.ts', import.meta.url)), [], {
-    env: { ...process.env, ...env.env, METRICS_PORT: '0' },
-    execArgv: ['--import', 'tsx', '--expose-gc'],
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-  })
-  env.defer(() => ask(server, 'close', 'disconnect'))
-  base = await new Promise<string>((resolve, reject) => {
-    server.once('message', (m) => resolve((m as { url: string }).url))
-    server.once('exit', (code) =>
-      reject(new Error(`the fuzzed API exited (${code}) before listening`)),
-    )
-  })
+  ;({ child: server, url: base } = await forkApi(
+    env,
+    (child) => ask(child, 'close', 'disconnect'),
+    {
+      options: { webhooksResolveToLoopback: true },
+      env: { METRICS_PORT: '0' },
+      execArgv: ['--expose-gc'],
+    },
+  ))
   const app = await createApp(env.db, 'fuzz')
   token = app.bearer_token
   const { current } = await apiTokenSecrets(env.db)

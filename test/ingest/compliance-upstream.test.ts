@@ -92,6 +92,29 @@ function untouched(skip: Set<string>): SimPost {
 }
 const used = new Set<string>()
 
+/** The live stored Post of the lowest id nobody used: it goes in a sweep's first job. */
+function lowestUntouched(): SimPost {
+  const post = [...stored]
+    .sort((a, b) => (BigInt(a.id) < BigInt(b.id) ? -1 : 1))
+    .find((p) => !used.has(p.id) && !sim.compliance.withdrawals.postState(p.id))!
+  used.add(post.id)
+  return post
+}
+
+/** Waits until lookup answers `answer` for Post `id`, within the deadline of a withdrawal. */
+const waitForLookup = (what: string, id: string, answer: string) =>
+  waitFor(what, async () => (await lookup(id)) === answer, { timeoutMs: DEADLINE_MS })
+
+/** An ingest that sweeps through batch jobs every `intervalMs`. */
+const startSweeping = (intervalMs: number) =>
+  startIngest(
+    env,
+    fastOptions(sim.url, {
+      upstreamBearerToken: TOKEN,
+      compliance: { ...JOBS, intervalMs },
+    }),
+  )
+
 describe('compliance streams (UPSTREAM_COMPLIANCE=stream)', () => {
   it('a Post deleted upstream becomes unservable, also when deleted while the streams were down', async () => {
     const { ingest } = await startIngest(
@@ -102,13 +125,7 @@ describe('compliance streams (UPSTREAM_COMPLIANCE=stream)', () => {
     const first = untouched(used)
     expect(await lookup(first.id)).toBe('served')
     sim.compliance.withdrawals.deletePost(first.id)
-    await waitFor(
-      'the deleted Post unservable',
-      async () => (await lookup(first.id)) === NOT_FOUND,
-      {
-        timeoutMs: DEADLINE_MS,
-      },
-    )
+    await waitForLookup('the deleted Post unservable', first.id, NOT_FOUND)
 
     expect(await withdrawn(first.id)).toBe('deleted')
 
@@ -118,11 +135,7 @@ describe('compliance streams (UPSTREAM_COMPLIANCE=stream)', () => {
     sim.compliance.dropStreams()
     sim.compliance.withdrawals.deletePost(second.id)
     await waitFor('the streams back', () => sim.compliance.stats().streams === 8)
-    await waitFor(
-      'the Post deleted during the outage unservable',
-      async () => (await lookup(second.id)) === NOT_FOUND,
-      { timeoutMs: DEADLINE_MS },
-    )
+    await waitForLookup('the Post deleted during the outage unservable', second.id, NOT_FOUND)
     expect(await withdrawn(second.id)).toBe('deleted')
 
     // A gap longer than backfill_minutes (the marks ten minutes old, the event eight): only a
@@ -142,19 +155,11 @@ describe('compliance streams (UPSTREAM_COMPLIANCE=stream)', () => {
       action: 'delete',
       eventAt: new Date(Date.now() - 8 * 60_000).toISOString(),
     })
-    await waitFor(
-      'the Post deleted before the mark’s window unservable',
-      async () => (await lookup(late.id)) === NOT_FOUND,
-      { timeoutMs: DEADLINE_MS },
-    )
+    await waitForLookup('the Post deleted before the mark’s window unservable', late.id, NOT_FOUND)
     // A protected author hides their Posts (X: not authorized).
     const third = untouched(used)
     sim.compliance.withdrawals.apply({ kind: 'user', id: third.authorId, action: 'user_protect' })
-    await waitFor(
-      'the protected author’s Post unservable',
-      async () => (await lookup(third.id)) === NOT_AUTHORIZED,
-      { timeoutMs: DEADLINE_MS },
-    )
+    await waitForLookup('the protected author’s Post unservable', third.id, NOT_AUTHORIZED)
     expect(await withdrawn(third.id)).toBe('hidden')
 
     // An edit: the Post is fetched again through the upstream's lookup and its new text stored.
@@ -181,90 +186,50 @@ describe('compliance streams (UPSTREAM_COMPLIANCE=stream)', () => {
 })
 
 describe('the sweep through batch jobs (UPSTREAM_COMPLIANCE=jobs)', () => {
-  it('retries a failed job on the next sweep', async () => {
-    // The lowest ids go in the first job, which fails.
-    const lowest = [...stored].sort((a, b) => (BigInt(a.id) < BigInt(b.id) ? -1 : 1))
-    const victim = lowest.find(
-      (p) => !used.has(p.id) && !sim.compliance.withdrawals.postState(p.id),
-    )!
-    used.add(victim.id)
-    sim.compliance.withdrawals.deletePost(victim.id)
-    sim.compliance.jobFaults.failNext(1)
+  /**
+   * The lowest live Post (in the first job) deleted upstream and a sweep started whose first job
+   * `fault` fails: the first sweep ends with one failure and the Post still served.
+   */
+  async function sweepFailingFirstJob(fault: () => void) {
+    const post = lowestUntouched()
+    sim.compliance.withdrawals.deletePost(post.id)
+    fault()
     const store = new SweepStore(env.redis, env.prefix)
-    const { ingest } = await startIngest(
-      env,
-      fastOptions(sim.url, {
-        upstreamBearerToken: TOKEN,
-        compliance: { ...JOBS, intervalMs: 1_500 },
-      }),
-    )
+    const { ingest } = await startSweeping(1_500)
     const first = await waitForSweep(store, (s) => s.lastFinishedAt !== undefined)
     expect(first.failures).toBe(1)
+    expect(await lookup(post.id)).toBe('served')
+    return { post, store, ingest, first }
+  }
+
+  it('retries a failed job on the next sweep', async () => {
+    // The first job fails once.
+    const failNext = () => sim.compliance.jobFaults.failNext(1)
+    const { post, store, ingest, first } = await sweepFailingFirstJob(failNext)
     expect(first.lastCompleteAt).toBeUndefined()
-    expect(await lookup(victim.id)).toBe('served')
     const second = await waitForSweep(store, (s) => s.lastCompleteAt !== undefined)
     expect(second.failures).toBe(0)
-    await waitFor(
-      'the deleted Post unservable',
-      async () => (await lookup(victim.id)) === NOT_FOUND,
-      {
-        timeoutMs: DEADLINE_MS,
-      },
-    )
-    expect(await withdrawn(victim.id)).toBe('deleted')
+    await waitForLookup('the deleted Post unservable', post.id, NOT_FOUND)
+    expect(await withdrawn(post.id)).toBe('deleted')
     await ingest.close()
   })
 
   it('counts a job whose results cannot be read as failed after a few tries, and retries it next sweep', async () => {
-    // The lowest live id: in the first job, whose results cannot be read five times.
-    const post = [...stored]
-      .sort((a, b) => (BigInt(a.id) < BigInt(b.id) ? -1 : 1))
-      .find((p) => !used.has(p.id) && !sim.compliance.withdrawals.postState(p.id))!
-    used.add(post.id)
-    sim.compliance.withdrawals.deletePost(post.id)
-    sim.compliance.jobFaults.failDownloads(5)
-    const store = new SweepStore(env.redis, env.prefix)
-    const { ingest } = await startIngest(
-      env,
-      fastOptions(sim.url, {
-        upstreamBearerToken: TOKEN,
-        compliance: { ...JOBS, intervalMs: 1_500 },
-      }),
+    // The first job's results cannot be read five times.
+    const { post, ingest } = await sweepFailingFirstJob(() =>
+      sim.compliance.jobFaults.failDownloads(5),
     )
-    const first = await waitForSweep(store, (s) => s.lastFinishedAt !== undefined)
-    expect(first.failures).toBe(1)
-    expect(await lookup(post.id)).toBe('served')
-    await waitFor(
-      'the deleted Post unservable',
-      async () => (await lookup(post.id)) === NOT_FOUND,
-      {
-        timeoutMs: DEADLINE_MS,
-      },
-    )
+    await waitForLookup('the deleted Post unservable', post.id, NOT_FOUND)
     await ingest.close()
   })
 
   it('reverses on a later sweep what X no longer withdraws', async () => {
     const post = untouched(used)
     sim.compliance.withdrawals.apply({ kind: 'user', id: post.authorId, action: 'user_protect' })
-    const { ingest } = await startIngest(
-      env,
-      fastOptions(sim.url, {
-        upstreamBearerToken: TOKEN,
-        compliance: { ...JOBS, intervalMs: 1_000 },
-      }),
-    )
-    await waitFor(
-      'the protected author’s Post hidden',
-      async () => (await lookup(post.id)) === NOT_AUTHORIZED,
-      {
-        timeoutMs: DEADLINE_MS,
-      },
-    )
+    const { ingest } = await startSweeping(1_000)
+    await waitForLookup('the protected author’s Post hidden', post.id, NOT_AUTHORIZED)
     sim.compliance.withdrawals.apply({ kind: 'user', id: post.authorId, action: 'user_unprotect' })
-    await waitFor('the Post served again', async () => (await lookup(post.id)) === 'served', {
-      timeoutMs: DEADLINE_MS,
-    })
+    await waitForLookup('the Post served again', post.id, 'served')
     expect(await withdrawn(post.id)).toBeNull()
     await ingest.close()
   })

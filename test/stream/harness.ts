@@ -138,6 +138,20 @@ export function postLine(p: {
   return { id, line: JSON.stringify({ data, includes: { users } }) }
 }
 
+/**
+ * A reply in conversation `conversationId`: postLine names the parent as the conversation, which
+ * holds only for the root's own replies.
+ */
+export function replyIn(
+  conversationId: string,
+  p: Parameters<typeof postLine>[0] & { replyTo: { id: string; author: UserSpec } },
+): { id: string; author: UserSpec; line: string } {
+  const post = postLine(p)
+  const parsed = JSON.parse(post.line) as { data: Record<string, unknown> }
+  parsed.data.conversation_id = conversationId
+  return { id: post.id, author: p.author, line: JSON.stringify(parsed) }
+}
+
 export interface RawStream {
   status: number
   headers: http.IncomingHttpHeaders

@@ -1,7 +1,5 @@
-import { createDb } from '@threadline/db'
 import { createDelivery, type Delivery, type DeliveryOptions } from '@threadline/delivery'
-import { createRedis } from '@threadline/redis'
-import type { TestEnv } from '@threadline/testing'
+import { testWorkerOptions, workerClients, type TestEnv } from '@threadline/testing'
 
 /**
  * The real delivery service for a test file's schema and prefix, tuned for tests: fast retries and
@@ -12,17 +10,10 @@ export async function startTestDelivery(
   options: Partial<DeliveryOptions> = {},
 ): Promise<Delivery> {
   const delivery = createDelivery(
+    { ...workerClients(env, 'test-delivery'), prefix: env.prefix },
     {
-      db: createDb({ url: env.databaseUrl, poolMax: 4 }),
-      redis: createRedis(env.redisUrl, 'worker', 'test-delivery'),
-      prefix: env.prefix,
-      logger: env.logger,
-    },
-    {
-      concurrency: 1,
+      ...testWorkerOptions,
       webhookConcurrency: 2,
-      lockDuration: 30_000,
-      stalledInterval: 30_000,
       maxStalledCount: 5,
       timeoutMs: 2_000,
       maxResponseBytes: 65_536,
@@ -31,9 +22,7 @@ export async function startTestDelivery(
       crcIntervalMs: 3_600_000,
       crcMaxFailures: 3,
       sweepMs: 100,
-      streamRetentionMs: 600_000,
       allowPrivate: true,
-      shutdownTimeoutMs: 5_000,
       ...options,
     },
   )

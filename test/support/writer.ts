@@ -1,6 +1,4 @@
-import { createDb } from '@threadline/db'
-import { createRedis } from '@threadline/redis'
-import type { TestEnv } from '@threadline/testing'
+import { workerClients, type TestEnv } from '@threadline/testing'
 import { loadConfig } from '@threadline/config'
 import {
   createWriter,
@@ -27,11 +25,7 @@ export async function startTestWriter(
   }: { redisUrl?: string; options?: Partial<WriterOptions> } = {},
 ): Promise<Writer> {
   const writer = createWriter(
-    {
-      db: createDb({ url: env.databaseUrl, poolMax: 4, applicationName: `${env.schema}-writer` }),
-      redis: createRedis(redisUrl, 'worker', 'test-writer'),
-      logger: env.logger,
-    },
+    workerClients(env, 'test-writer', { redisUrl, applicationName: `${env.schema}-writer` }),
     { ...testWriterOptions, prefix: env.prefix, ...options },
   )
   env.defer(() => writer.close())

@@ -2,9 +2,9 @@
 import { existsSync, readFileSync } from 'node:fs'
 import { Ajv, type ValidateFunction } from 'ajv'
 import addFormatsModule from 'ajv-formats'
-import { normalizeLines } from '@threadline/domain'
+import { normalizeLines, type TweetComplianceAction } from '@threadline/domain'
 import { buildServer, type ApiOptions, type ApiServer } from '@threadline/api'
-import { createApp, createDb, storeBatch, type Db } from '@threadline/db'
+import { applyComplianceEvents, createApp, createDb, storeBatch, type Db } from '@threadline/db'
 import { createRedis } from '@threadline/redis'
 import type { TestEnv } from './env.js'
 import { findSharedFile } from './shared.js'
@@ -53,6 +53,25 @@ export function assertXSchema(name: string, body: unknown): void {
 /** Stores stream lines as the writer would. */
 export async function storeLines(db: Db, lines: string[], observedAt = new Date().toISOString()) {
   return storeBatch(db, normalizeLines(lines, observedAt), 'test')
+}
+
+/** X's stream events on stored Posts (a delete, a drop, …), each at `at`, applied as the writer does. */
+export function withdrawPosts(
+  db: Db,
+  posts: Array<{ id: string; action: TweetComplianceAction }>,
+  at: string,
+) {
+  return applyComplianceEvents(
+    db,
+    posts.map(({ id, action }) => ({
+      kind: 'tweet',
+      id,
+      action,
+      eventAt: at,
+      receivedAt: at,
+      source: 'stream',
+    })),
+  )
 }
 
 export const testOptions = (env: TestEnv, overrides: Partial<ApiOptions> = {}): ApiOptions => ({

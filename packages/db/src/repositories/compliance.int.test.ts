@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { sql } from 'kysely'
 import { generateConversation, createTestEnv, waitFor, type TestEnv } from '@threadline/testing'
-import { normalizeLines, type ComplianceEvent } from '@threadline/domain'
+import { normalizeLines, type ComplianceAction, type ComplianceEvent } from '@threadline/domain'
 import { storeBatch } from './store-batch.js'
 import { applyComplianceEvents, complianceLogPage, withdrawnAmong } from './compliance.js'
 
@@ -38,6 +38,36 @@ async function postRow(id: string) {
     FROM posts WHERE id = ${id}`.execute(env.db)
   return rows[0]
 }
+
+/** The rows that still name Post `id`: references and mentions. */
+async function referencesOf(id: string) {
+  const { rows } = await sql`SELECT 1 FROM post_references WHERE post_id = ${id}
+    UNION ALL SELECT 1 FROM post_mentions WHERE post_id = ${id}`.execute(env.db)
+  return rows
+}
+
+/**
+ * A conversation of `size` Posts on day `day` of November 2026, by one author whose id is moved by
+ * `offset`: withdrawing that author touches no other test's Posts.
+ */
+function byOwnAuthor(size: number, seed: number, day: number, offset: bigint) {
+  const c = generateConversation({ size, seed, users: 1, startMs: Date.UTC(2026, 10, day) })
+  const author = (JSON.parse(c.lines[0]!) as { data: { author_id: string } }).data.author_id
+  const userId = String(BigInt(author) + offset)
+  const lines = c.lines.map((l) => l.replaceAll(`"${author}"`, `"${userId}"`))
+  return { ids: c.ids, userId, lines }
+}
+
+/** A user's stored name and withdrawal. */
+async function userRow(id: string) {
+  const { rows } = await sql<{ name: string; withdrawn: string | null }>`
+    SELECT name, withdrawn FROM users WHERE id = ${id}`.execute(env.db)
+  return rows[0]
+}
+
+/** Applies one event on user `id` at `eventAt`. */
+const applyUserEvent = (id: string, action: ComplianceAction, eventAt: string) =>
+  applyComplianceEvents(env.db, [event({ kind: 'user', id, action, eventAt })])
 
 async function version(conversationId: string): Promise<string> {
   const { rows } = await sql<{ version: string }>`
@@ -78,9 +108,7 @@ describe('applyComplianceEvents', () => {
       ['conversation_id', 'created_at', 'id', 'referenced_tweets'].sort(),
     )
     expect(BigInt(await version(conv.rootId))).toBeGreaterThan(BigInt(v0))
-    const { rows: refs } = await sql`SELECT 1 FROM post_references WHERE post_id = ${mid}
-      UNION ALL SELECT 1 FROM post_mentions WHERE post_id = ${mid}`.execute(env.db)
-    expect(refs).toEqual([])
+    expect(await referencesOf(mid)).toEqual([])
 
     const v1 = await version(conv.rootId)
     expect(await applyComplianceEvents(env.db, [del])).toEqual({
@@ -223,9 +251,7 @@ describe('the writer honours withdrawals (events win over content)', () => {
     // A newer copy again: still nothing comes back, no reference, no mention.
     await storeBatch(env.db, normalizeLines([conv.lines[3]!], '2026-11-28T13:00:00.000Z'), 'test')
     expect(await postRow(id)).toMatchObject({ withdrawn: 'deleted', text: '' })
-    const { rows } = await sql`SELECT 1 FROM post_references WHERE post_id = ${id}
-      UNION ALL SELECT 1 FROM post_mentions WHERE post_id = ${id}`.execute(env.db)
-    expect(rows).toEqual([])
+    expect(await referencesOf(id)).toEqual([])
   })
 
   it('a Post dropped before it is stored is stored hidden, counted, not published', async () => {
@@ -243,97 +269,44 @@ describe('the writer honours withdrawals (events win over content)', () => {
   })
 
   it("a new Post of a withdrawn author is stored hidden with the author's reason", async () => {
-    const c = generateConversation({
-      size: 3,
-      seed: 4503,
-      users: 1,
-      startMs: Date.UTC(2026, 10, 4),
-    })
-    const author = (JSON.parse(c.lines[0]!) as { data: { author_id: string } }).data.author_id
-    const userId = String(BigInt(author) + 5000n)
-    const lines = c.lines.map((l) => l.replaceAll(`"${author}"`, `"${userId}"`))
-    await applyComplianceEvents(env.db, [
-      event({ kind: 'user', id: userId, action: 'user_suspend', eventAt: later }),
-    ])
+    const { ids, userId, lines } = byOwnAuthor(3, 4503, 4, 5000n)
+    await applyUserEvent(userId, 'user_suspend', later)
     const stored = await storeBatch(env.db, normalizeLines(lines, later), 'test')
     expect(stored.outbox).toEqual([])
-    for (const id of c.ids) {
+    for (const id of ids) {
       expect(await postRow(id)).toMatchObject({
         withdrawn: 'hidden',
         withdrawn_reason: 'suspended',
       })
     }
-    const { rows } = await sql<{ name: string; withdrawn: string }>`
-      SELECT name, withdrawn FROM users WHERE id = ${userId}`.execute(env.db)
-    expect(rows[0]).toEqual({ name: 'User 0', withdrawn: 'hidden' })
-    await applyComplianceEvents(env.db, [
-      event({
-        kind: 'user',
-        id: userId,
-        action: 'user_unsuspend',
-        eventAt: '2026-11-28T12:31:00.000Z',
-      }),
-    ])
-    for (const id of c.ids) expect(await postRow(id)).toMatchObject({ withdrawn: null })
+    expect(await userRow(userId)).toEqual({ name: 'User 0', withdrawn: 'hidden' })
+    await applyUserEvent(userId, 'user_unsuspend', '2026-11-28T12:31:00.000Z')
+    for (const id of ids) expect(await postRow(id)).toMatchObject({ withdrawn: null })
   })
 })
 
 describe('a user deleted, then its Posts', () => {
   it('keeps the user hidden until the Post deletes come, then erases its profile for good', async () => {
-    const c = generateConversation({
-      size: 2,
-      seed: 4504,
-      users: 1,
-      startMs: Date.UTC(2026, 10, 5),
-    })
-    const author = (JSON.parse(c.lines[0]!) as { data: { author_id: string } }).data.author_id
-    const userId = String(BigInt(author) + 7000n)
-    const lines = c.lines.map((l) => l.replaceAll(`"${author}"`, `"${userId}"`))
+    const { ids, userId, lines } = byOwnAuthor(2, 4504, 5, 7000n)
     await storeBatch(env.db, normalizeLines(lines, received), 'test')
-    const profile = async () =>
-      (
-        await sql<{ name: string; withdrawn: string | null }>`
-          SELECT name, withdrawn FROM users WHERE id = ${userId}`.execute(env.db)
-      ).rows[0]
-    await applyComplianceEvents(env.db, [
-      event({
-        kind: 'user',
-        id: userId,
-        action: 'user_delete',
-        eventAt: '2026-11-28T14:00:00.000Z',
-      }),
-    ])
+    const profile = () => userRow(userId)
+    await applyUserEvent(userId, 'user_delete', '2026-11-28T14:00:00.000Z')
     expect(await profile()).toEqual({ name: 'User 0', withdrawn: 'hidden' })
     await applyComplianceEvents(
       env.db,
-      c.ids.map((id) => event({ id, action: 'delete', eventAt: '2026-11-28T14:01:00.000Z' })),
+      ids.map((id) => event({ id, action: 'delete', eventAt: '2026-11-28T14:01:00.000Z' })),
     )
     expect(await profile()).toEqual({ name: '', withdrawn: 'deleted' })
     // Neither a new copy of the user nor an undelete brings the profile back.
     await storeBatch(env.db, normalizeLines(lines, '2026-11-28T15:00:00.000Z'), 'test')
-    await applyComplianceEvents(env.db, [
-      event({
-        kind: 'user',
-        id: userId,
-        action: 'user_undelete',
-        eventAt: '2026-11-28T14:02:00.000Z',
-      }),
-    ])
+    await applyUserEvent(userId, 'user_undelete', '2026-11-28T14:02:00.000Z')
     expect(await profile()).toEqual({ name: '', withdrawn: 'deleted' })
   })
 })
 
 describe('an author withdrawn while the writer stores', () => {
   it('a new Post of the author is hidden even though the statement began before', async () => {
-    const c = generateConversation({
-      size: 2,
-      seed: 4505,
-      users: 1,
-      startMs: Date.UTC(2026, 10, 6),
-    })
-    const author = (JSON.parse(c.lines[0]!) as { data: { author_id: string } }).data.author_id
-    const userId = String(BigInt(author) + 9000n)
-    const lines = c.lines.map((l) => l.replaceAll(`"${author}"`, `"${userId}"`))
+    const { ids, userId, lines } = byOwnAuthor(2, 4505, 6, 9000n)
     await storeBatch(env.db, normalizeLines([lines[0]!], received), 'test')
     // A compliance transaction that has withdrawn the author (and hidden its stored Posts), not
     // committed yet.
@@ -364,7 +337,7 @@ describe('an author withdrawn while the writer stores', () => {
       await other.query('COMMIT')
       const stored = await storing
       expect(stored.inserted).toBe(1)
-      expect(await postRow(c.ids[1]!)).toMatchObject({
+      expect(await postRow(ids[1]!)).toMatchObject({
         withdrawn: 'hidden',
         withdrawn_reason: 'protected',
       })
@@ -376,28 +349,19 @@ describe('an author withdrawn while the writer stores', () => {
 
 describe('scrub_geo before a copy arrives', () => {
   it("stores the author's Posts up to the id without geo, later ones with it", async () => {
-    const c = generateConversation({
-      size: 3,
-      seed: 4506,
-      users: 1,
-      startMs: Date.UTC(2026, 10, 7),
-    })
-    const author = (JSON.parse(c.lines[0]!) as { data: { author_id: string } }).data.author_id
-    const userId = String(BigInt(author) + 11000n)
-    const lines = c.lines.map((l) => {
-      const parsed = JSON.parse(l.replaceAll(`"${author}"`, `"${userId}"`)) as {
-        data: Record<string, unknown>
-      }
+    const { ids, userId, lines: plain } = byOwnAuthor(3, 4506, 7, 11000n)
+    const lines = plain.map((l) => {
+      const parsed = JSON.parse(l) as { data: Record<string, unknown> }
       parsed.data.geo = { place_id: 'abc123' }
       return JSON.stringify(parsed)
     })
     await applyComplianceEvents(env.db, [
-      event({ kind: 'user', id: userId, action: 'scrub_geo', upToTweetId: c.ids[1]! }),
+      event({ kind: 'user', id: userId, action: 'scrub_geo', upToTweetId: ids[1]! }),
     ])
     await storeBatch(env.db, normalizeLines(lines, received), 'test')
     const geo = async (id: string) => (await postRow(id))!.raw.geo
-    expect(await geo(c.ids[0]!)).toBeUndefined()
-    expect(await geo(c.ids[1]!)).toBeUndefined()
-    expect(await geo(c.ids[2]!)).toEqual({ place_id: 'abc123' })
+    expect(await geo(ids[0]!)).toBeUndefined()
+    expect(await geo(ids[1]!)).toBeUndefined()
+    expect(await geo(ids[2]!)).toEqual({ place_id: 'abc123' })
   })
 })

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { createDb, sql } from '@threadline/db'
+import { sql } from '@threadline/db'
 import type { ComplianceEvent } from '@threadline/domain'
 import {
   activityStreamKey,
@@ -10,8 +10,14 @@ import {
   type ComplianceJob,
   type PostsJob,
 } from '@threadline/queue'
-import { createRedis, storedStreamKey, unpackStored } from '@threadline/redis'
-import { createTestEnv, waitFor, type TestEnv } from '@threadline/testing'
+import { storedStreamKey, unpackStored } from '@threadline/redis'
+import {
+  createTestEnv,
+  testWorkerOptions,
+  waitFor,
+  workerClients,
+  type TestEnv,
+} from '@threadline/testing'
 import { createWriter } from '../writer.js'
 
 /**
@@ -25,22 +31,10 @@ let posts: ReturnType<typeof createQueue<PostsJob>>
 
 beforeAll(async () => {
   env = await createTestEnv()
-  const writer = createWriter(
-    {
-      db: createDb({ url: env.databaseUrl, poolMax: 4 }),
-      redis: createRedis(env.redisUrl, 'worker', 'test-writer'),
-      logger: env.logger,
-    },
-    {
-      prefix: env.prefix,
-      concurrency: 1,
-      lockDuration: 30_000,
-      stalledInterval: 30_000,
-      maxStalledCount: 1,
-      streamRetentionMs: 600_000,
-      shutdownTimeoutMs: 5_000,
-    },
-  )
+  const writer = createWriter(workerClients(env, 'test-writer'), {
+    ...testWorkerOptions,
+    prefix: env.prefix,
+  })
   env.defer(() => writer.close())
   await writer.start()
   const deps = { connection: env.redis, prefix: env.prefix, logger: env.logger }

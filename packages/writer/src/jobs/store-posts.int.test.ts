@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { createDb, sql } from '@threadline/db'
+import { sql } from '@threadline/db'
 import {
   addPostsBatch,
   createActivityQueue,
@@ -8,11 +8,13 @@ import {
   type PostsJob,
   type PostsJobResult,
 } from '@threadline/queue'
-import { createRedis, storedStreamKey, unpackStored } from '@threadline/redis'
+import { storedStreamKey, unpackStored } from '@threadline/redis'
 import {
   createTestEnv,
   generateConversation,
+  testWorkerOptions,
   waitForValue,
+  workerClients,
   type TestEnv,
 } from '@threadline/testing'
 import { storeLines } from '../store-lines.js'
@@ -23,24 +25,15 @@ let writer: Writer
 let queue: ReturnType<typeof createQueue<PostsJob, PostsJobResult>>
 
 const options = (prefix: string): WriterOptions => ({
+  ...testWorkerOptions,
   prefix,
-  concurrency: 1,
-  lockDuration: 30_000,
-  stalledInterval: 30_000,
-  maxStalledCount: 1,
-  streamRetentionMs: 600_000,
-  shutdownTimeoutMs: 5_000,
   relayIntervalMs: 100,
 })
 
 beforeAll(async () => {
   env = await createTestEnv()
   writer = createWriter(
-    {
-      db: createDb({ url: env.databaseUrl, poolMax: 4, applicationName: `${env.schema}-writer` }),
-      redis: createRedis(env.redisUrl, 'worker', 'test-writer'),
-      logger: env.logger,
-    },
+    workerClients(env, 'test-writer', { applicationName: `${env.schema}-writer` }),
     options(env.prefix),
   )
   env.defer(() => writer.close())
