@@ -1,7 +1,7 @@
 import type { Logger } from '@threadline/logger'
 import type { BatcherCounts } from './batcher.js'
 import { runLeadership, type Leading, type LeadershipDeps } from './leadership.js'
-import type { RuleSync } from './rule-sync.js'
+import type { RuleSync } from './jobs/sync-rules.js'
 import type { StreamEvent, StreamStats } from './stream-reader.js'
 
 /**

@@ -10,8 +10,8 @@ import {
   type Listener,
 } from '@threadline/db'
 import type { Logger } from '@threadline/logger'
-import { conversationIdOfRule } from './conversation-rule.js'
-import type { UpstreamClient } from './upstream.js'
+import { conversationIdOfRule } from '../conversation-rule.js'
+import type { UpstreamClient } from '../upstream.js'
 
 export interface RuleSyncOptions {
   /** Full reconcile period (repairs drift such as rules deleted upstream by hand). */
