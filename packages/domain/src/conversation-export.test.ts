@@ -97,13 +97,9 @@ describe('graphml', () => {
 })
 
 describe('jsonl', () => {
-  it('is a stream line with the author and the referenced Posts, never an empty list', () => {
-    const post = '{"id": "11", "text": "x"}'
-    expect(
-      jsonlLine(
-        row({ json: { post, author: '{"id": "1"}', refs: ['10'], referenced: ['{"id": "10"}'] } }),
-      ),
-    ).toBe(`{"data":${post},"includes":{"users":[{"id": "1"}],"tweets":[{"id": "10"}]}}\n`)
-    expect(jsonlLine(row({ json: { post, refs: [], referenced: [] } }))).toBe(`{"data":${post}}\n`)
+  it("is the row's stream line, one a line", () => {
+    const line = '{"data":{"id":"11","text":"x"},"includes":{"users":[{"id":"1"}]}}'
+    expect(jsonlLine(row({ line }))).toBe(`${line}\n`)
+    expect(() => jsonlLine(row({}))).toThrow(/without its line/)
   })
 })

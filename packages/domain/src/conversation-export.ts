@@ -42,10 +42,10 @@ export interface ExportRow {
    */
   withdrawn?: 'deleted' | 'unavailable'
   /**
-   * jsonl only: the Post and its author as stored (JSON text), the ids of the Posts it references,
-   * and those of them that are stored (JSON text).
+   * jsonl only: the Post's filtered-stream message (X's `{"data", "includes"}` with its author and
+   * the Posts it references), as the read pipeline presents it.
    */
-  json?: { post: string; author?: string; refs: string[]; referenced: string[] }
+  line?: string
 }
 
 export interface ExportSource {
@@ -77,14 +77,8 @@ export function formatExport(format: ExportFormat, source: ExportSource): AsyncI
  * which `threadline import` stores as it stores the stream's.
  */
 export function jsonlLine(row: ExportRow): string {
-  const json = row.json
-  if (!json) throw new Error(`row ${row.id} was read without its JSON`)
-  const includes: string[] = []
-  if (json.author !== undefined) includes.push(`"users":[${json.author}]`)
-  if (json.referenced.length > 0) includes.push(`"tweets":[${json.referenced.join(',')}]`)
-  return includes.length > 0
-    ? `{"data":${json.post},"includes":{${includes.join(',')}}}\n`
-    : `{"data":${json.post}}\n`
+  if (row.line === undefined) throw new Error(`row ${row.id} was read without its line`)
+  return `${row.line}\n`
 }
 
 async function* jsonl(source: ExportSource): AsyncGenerator<string> {

@@ -1,13 +1,24 @@
 import { Readable } from 'node:stream'
 import type { FastifyInstance } from 'fastify'
-import { readExportRows, readPostsJson, type Db, type ExportPlace } from '@threadline/db'
+import type { Db } from '@threadline/db'
 import {
   EXPORT_CONTENT_TYPES,
   formatExport,
+  formatPostTime,
   notFound,
+  TWEET_FIELDS,
+  USER_FIELDS,
   type ExportFormat,
   type ExportRow,
+  type FieldSelection,
+  type LoadedTargets,
+  type StoredPost,
+  type ThreadMember,
+  type Withdrawal,
 } from '@threadline/domain'
+import { hydrate } from '../pipeline/hydrate.js'
+import { presentEach } from '../pipeline/present.js'
+import { applyRules } from '../pipeline/rules.js'
 import { addRoute, type Endpoint } from '../routes/route.js'
 import { CONVERSATION_EXPORT_PARAMS } from '../specs.js'
 import type { ServerContext } from '../types.js'
@@ -20,12 +31,22 @@ const EXPORT_PAGE = 1_000
  */
 const READS_AHEAD = 3
 
+/**
+ * What an export reads of a Post through the read pipeline: every field X has, its author and the
+ * Posts it references (a jsonl line is the Post's filtered-stream message with those).
+ */
+const EXPORT_SELECTION: FieldSelection = {
+  tweetFields: new Set(TWEET_FIELDS),
+  userFields: new Set(USER_FIELDS),
+  expansions: new Set(['author_id', 'referenced_tweets.id']),
+}
+
 /** What an export needs of a conversation's tree (pre-order positions, `sort=oldest`). */
 export interface ExportTree {
   conversationId: string
   size: number
   idAt(position: number): string
-  threadAt(position: number): Omit<ExportPlace, 'id'>
+  threadAt(position: number): ThreadMember
   missingParentAt(position: number): string | undefined
   positionOf(id: string): number | undefined
 }
@@ -54,18 +75,16 @@ export function exportConversation(
     const parent = tree.missingParentAt(p)
     if (parent !== undefined) missing.add(parent)
   }
-  const json = format === 'jsonl'
   const read = (from: number): Promise<ExportRow[]> => {
-    const places: ExportPlace[] = []
+    const places = new Map<string, ThreadMember>()
     for (let p = from; p < Math.min(from + EXPORT_PAGE, tree.size); p++) {
-      places.push({ id: tree.idAt(p), ...tree.threadAt(p) })
+      places.set(tree.idAt(p), tree.threadAt(p))
     }
-    const rows = readExportRows(db, places, { json })
+    const rows = readExportPage(db, places, format === 'jsonl')
     // A read started ahead must not reject unobserved if the consumer stops first.
     rows.catch(() => undefined)
     return rows
   }
-  const path = json ? new AncestorPath() : undefined
   async function* pages(): AsyncGenerator<ExportRow[]> {
     const ahead: Array<Promise<ExportRow[]>> = []
     let next = 0
@@ -79,7 +98,6 @@ export function exportConversation(
     for (let done = 0; ahead.length > 0;) {
       const page = await ahead.shift()!
       fill()
-      if (path) await path.resolve(db, page)
       yield page
       done = Math.min(done + EXPORT_PAGE, tree.size)
       onProgress?.(done, tree.size)
@@ -99,44 +117,78 @@ export function exportConversation(
 }
 
 /**
- * The JSON of the Posts a jsonl line includes. In pre-order a reply's parent is the ancestor one
- * level up, so the Posts on the path from the root are kept (as many as the tree is deep) and the
- * parents are never read twice; the rest (quotes, retweets) are read a page at a time.
+ * One page of the tree as export rows, in its order, through the read pipeline: hydrated, then
+ * ruled as a tree is (a Post X withdrew keeps its place without its content, docs/api.md §7), and
+ * with `lines` presented as filtered-stream messages. A Post deleted since the tree was read is
+ * left out.
  */
-class AncestorPath {
-  /** The Posts on the path, root first: `path[d]` is the ancestor at depth d. */
-  private readonly path: Array<{ id: string; post: string } | undefined> = []
-  private readonly depthOf = new Map<string, number>()
+async function readExportPage(
+  db: Db,
+  places: ReadonlyMap<string, ThreadMember>,
+  lines: boolean,
+): Promise<ExportRow[]> {
+  const hydrated = await hydrate(db, [...places.keys()], EXPORT_SELECTION)
+  const stored = new Map(hydrated.posts.map((p) => [p.id, p.post!]))
+  const ruled = applyRules(hydrated, 'tree')
+  const messages = lines ? presentEach(ruled, EXPORT_SELECTION) : undefined
+  return ruled.shown.map((item) => {
+    const place = places.get(item.id)!
+    const post = stored.get(item.id)!
+    if ('placeholder' in item) return withdrawnRow(post, place, item.placeholder)
+    const row = exportRow(post, place, ruled.targets)
+    const line = messages?.get(item.id)
+    if (line !== undefined) row.line = line
+    return row
+  })
+}
 
-  async resolve(db: Db, page: ExportRow[]): Promise<void> {
-    // A withdrawn Post has no json: it includes nothing and is included by none.
-    const inPage = new Map(page.flatMap((r) => (r.json ? [[r.id, r.json.post] as const] : [])))
-    const wanted = new Set<string>()
-    for (const row of page) {
-      for (const ref of row.json?.refs ?? []) {
-        if (!inPage.has(ref) && !this.depthOf.has(ref)) wanted.add(ref)
-      }
-    }
-    const found = await readPostsJson(db, [...wanted])
-    for (const row of page) {
-      if (row.json)
-        row.json.referenced = row.json.refs.flatMap((ref) => {
-          const depth = this.depthOf.get(ref)
-          return (
-            (depth === undefined ? undefined : this.path[depth]?.post) ??
-            inPage.get(ref) ??
-            found.get(ref) ??
-            []
-          )
-        })
-      while (this.path.length > row.depth) {
-        const left = this.path.pop()
-        if (left) this.depthOf.delete(left.id)
-      }
-      while (this.path.length < row.depth) this.path.push(undefined)
-      this.path.push(row.json && { id: row.id, post: row.json.post })
-      if (row.json) this.depthOf.set(row.id, row.depth)
-    }
+/** A Post's place in the tree, as every row carries it. */
+function placeOf(id: string, place: ThreadMember) {
+  return {
+    id,
+    depth: place.depth,
+    stored_reply_count: place.reply_count,
+    descendant_count: place.descendant_count,
+    ...(place.parent_id !== undefined ? { parent_id: place.parent_id } : {}),
+    ...(place.missing_parent ? { missing_parent: true } : {}),
+  }
+}
+
+function exportRow(post: StoredPost, place: ThreadMember, targets?: LoadedTargets): ExportRow {
+  const metrics = post.raw.public_metrics
+  const author = post.author_id === null ? undefined : targets?.users.get(post.author_id)
+  return {
+    ...placeOf(post.id, place),
+    conversation_id: post.conversation_id,
+    author_id: post.author_id,
+    author_username: author?.username ?? null,
+    created_at: formatPostTime(new Date(post.created_at)),
+    text: post.text,
+    lang: post.raw.lang ?? null,
+    reply_count: metrics?.reply_count ?? null,
+    like_count: metrics?.like_count ?? null,
+    retweet_count: metrics?.retweet_count ?? null,
+    quote_count: metrics?.quote_count ?? null,
+    quoted_id: post.raw.referenced_tweets?.find((r) => r.type === 'quoted')?.id ?? null,
+  }
+}
+
+/** What a Post X withdrew shows of its own: its id, conversation, time and place, no content. */
+function withdrawnRow(post: StoredPost, place: ThreadMember, withdrawn: Withdrawal): ExportRow {
+  return {
+    ...placeOf(post.id, place),
+    conversation_id: post.conversation_id,
+    author_id: null,
+    author_username: null,
+    created_at: formatPostTime(new Date(post.created_at)),
+    text: '',
+    lang: null,
+    reply_count: null,
+    like_count: null,
+    retweet_count: null,
+    quote_count: null,
+    quoted_id: null,
+    withdrawn,
   }
 }
 
