@@ -22,6 +22,18 @@ export async function readPosts(
   return present(applyRules(await hydrate(db, ids, sel), surface), sel, options)
 }
 
+/**
+ * A page whose query read its Posts already (a timeline, mentions, quotes): only what the
+ * expansions point at is read; the page's order is kept.
+ */
+export async function readHeldPosts(
+  db: Db,
+  posts: readonly StoredPost[],
+  sel: FieldSelection,
+): Promise<PostsPage> {
+  return present(applyRules(await hydrateHeld(db, posts, sel), 'list'), sel)
+}
+
 /** A page of a search: its ids (for the page's meta) and whether more follow, with the page. */
 export async function readSearchPage(
   db: Db,

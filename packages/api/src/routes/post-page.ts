@@ -3,7 +3,7 @@ import type { PostPageWindow, ReadPost } from '@threadline/db'
 import { isId } from '@threadline/domain'
 import type { PageTokens } from '../page-token.js'
 import type { Db } from '@threadline/db'
-import { pageJson, readPosts } from '../pipeline/index.js'
+import { pageJson, readHeldPosts } from '../pipeline/index.js'
 import { fieldSelection, type FieldParams } from './fields.js'
 import type { Answer, Body } from './route.js'
 import { invalidToken, timeWindow, tokenScope, type WindowParams } from './window.js'
@@ -57,7 +57,7 @@ function pageWindow(
 }
 
 /**
- * A page answered as X does: the skeleton's ids through the read pipeline, `meta` with
+ * A page answered as X does: the Posts its query read through the read pipeline, `meta` with
  * `result_count`, and `next_token` when older Posts follow; with `timeline`, also the newest and
  * oldest ids and `previous_token` when newer Posts precede (any page reached by a token).
  */
@@ -71,11 +71,7 @@ async function postPageAnswer(
 ): Promise<Answer> {
   const { posts, more } = page
   if (posts.length === 0) return { body: { meta: { result_count: 0 } } }
-  const rendered = await readPosts(
-    ctx.readDb,
-    posts.map((post) => post.id),
-    fieldSelection(p),
-  )
+  const rendered = await readHeldPosts(ctx.readDb, posts, fieldSelection(p))
   const newest = posts[0]!.id
   const oldest = posts[posts.length - 1]!.id
   const toNewer = window.afterId !== undefined
