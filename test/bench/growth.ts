@@ -37,9 +37,11 @@ import { log } from './lib/setup.js'
  * How the store behaves as it grows (docs/capacity.md §2), partitioned by day and, in the same
  * run, unpartitioned. At each step the store is filled up to the step's size with history
  * generated in SQL (fast), `--per-day` Posts a day back from yesterday: a store grows by days, so
- * the recent days a 7-day search reads hold as many Posts at 10 M as at 1 M. Then measured: rows/s of `--sample` Posts through the writer's
- * statement (storeBatch, batches of 500 of ~1 KB lines, today's Posts) against a COPY of as many
- * other Posts into the same `posts` table; and p50/p99 of four reads, `--reads` times each: a
+ * the recent days a 7-day search reads hold as many Posts at 10 M as at 1 M. Then measured: rows/s
+ * of `--sample` Posts through the writer's statement (storeBatch, batches of 500 of ~1 KB lines)
+ * against a COPY of as many other Posts into the same `posts` table, both dated in the days ahead
+ * (the partitions made in advance), so that the samples of every step, which do not hold the
+ * searched keyword, never stand in the recent search's window before the history it reads; and p50/p99 of four reads, `--reads` times each: a
  * lookup of 100 ids, a search page (100) of one conversation, a recent search for a keyword with a
  * 7-day window, and a conversation's first page (its tree, then 100 Posts). Its own database
  * (`threadline_bench_growth`), dropped at the end. The last line: `write_ratio` (partitioned
@@ -73,7 +75,7 @@ interface StepFigures {
 }
 
 const midnight = (offset: number) => new Date(Math.floor(Date.now() / DAY) * DAY + offset * DAY)
-/** History ends where yesterday begins: today's partitions take the samples. */
+/** History ends where yesterday begins; the samples go to the days ahead (see above). */
 const HISTORY_END = midnight(-1).getTime()
 const EPOCH = 1288834974657
 /**
@@ -145,7 +147,7 @@ async function storeSample(db: Db, n: number, step: number) {
     const { lines, rootId } = generateConversation({
       size,
       seed: step * 1000 + c + 1,
-      startMs: midnight(0).getTime() + step * 7_200_000 + c * 1_100_000,
+      startMs: midnight(1).getTime() + step * 7_200_000 + c * 1_100_000,
       padding: true,
     })
     root ||= rootId
