@@ -67,6 +67,30 @@ describe('createTreeCache', () => {
     expect(await trees.get(env.db, conv.rootId, 'newest')).toBe(answers[0])
   })
 
+  it('reads a changed conversation again only once the read interval is over', async () => {
+    const third = generateConversation({ size: 20, seed: 8, startMs: Date.UTC(2026, 9, 2) })
+    await storeLines(env.db, third.lines.slice(0, 10))
+    const trees = createTreeCache({
+      maxStaleMs: MAX_STALE_MS,
+      minReadIntervalMs: 200,
+      now: () => clock,
+    })
+    const before = await trees.get(env.db, third.rootId, 'oldest')
+    await storeLines(env.db, third.lines.slice(10))
+    clock += 199
+    // Each answer checks the version (a query): a read of these 20 Posts started by the first
+    // would have been held long before the last.
+    for (let i = 0; i < 50; i++) {
+      expect(await trees.get(env.db, third.rootId, 'oldest')).toBe(before)
+    }
+    clock += 1
+    const after = await waitForValue('the newer tree held', async () => {
+      const tree = await trees.get(env.db, third.rootId, 'oldest')
+      return tree.size === 20 ? tree : undefined
+    })
+    expect(after.tree('oldest').size).toBe(20)
+  })
+
   it('holds no more Posts than its bound, the least recently read going first', async () => {
     const other = generateConversation({ size: 20, seed: 6, startMs: Date.UTC(2026, 9, 1) })
     await storeLines(env.db, other.lines)
