@@ -259,6 +259,8 @@ async function runStore(baseUrl: string, partitioned: boolean): Promise<StepFigu
       filled = target
       await sql`VACUUM ANALYZE posts`.execute(db)
       await sql`VACUUM ANALYZE post_references`.execute(db)
+      // The fill's pages are written out now, not by the checkpointer while the samples are timed.
+      await sql`CHECKPOINT`.execute(db)
       log(`${schema}: filled to ${target} in ${((performance.now() - t) / 1000).toFixed(0)} s`)
       const store = await storeSample(db, sample, s)
       const copy = await copySample(url, sample, s)
