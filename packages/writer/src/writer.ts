@@ -105,7 +105,8 @@ export function createWriter(deps: WriterDeps, options: WriterOptions): Writer {
     { db, redis, activity, logger: log, metrics },
     { prefix, streamRetentionMs: options.streamRetentionMs },
   )
-  // Sends no copy the statement would skip; it stays while `bench pipeline` needs it for its rows/s target.
+  // Leaves out of a batch the included copies the statement would skip anyway (stored within the
+  // refresh interval); kept for `bench pipeline`'s rows/s target (docs/capacity.md §1).
   const recent = new RecentlyStored()
   const worker = createWorker<PostsJob, PostsJobResult>(
     'posts',

@@ -32,12 +32,16 @@ const EXPORT_PAGE = 1_000
 const READS_AHEAD = 3
 
 /**
- * What an export reads of a Post through the read pipeline: every field X has, its author and the
- * Posts it references (a jsonl line is the Post's filtered-stream message with those).
+ * What an export reads of a Post through the read pipeline: every field X has and its author; a
+ * jsonl line (the Post's filtered-stream message) also includes the Posts it references.
  */
 const EXPORT_SELECTION: FieldSelection = {
   tweetFields: new Set(TWEET_FIELDS),
   userFields: new Set(USER_FIELDS),
+  expansions: new Set(['author_id']),
+}
+const JSONL_SELECTION: FieldSelection = {
+  ...EXPORT_SELECTION,
   expansions: new Set(['author_id', 'referenced_tweets.id']),
 }
 
@@ -127,10 +131,11 @@ async function readExportPage(
   places: ReadonlyMap<string, ThreadMember>,
   lines: boolean,
 ): Promise<ExportRow[]> {
-  const hydrated = await hydrate(db, [...places.keys()], EXPORT_SELECTION)
+  const sel = lines ? JSONL_SELECTION : EXPORT_SELECTION
+  const hydrated = await hydrate(db, [...places.keys()], sel)
   const stored = new Map(hydrated.posts.map((p) => [p.id, p.post!]))
   const ruled = applyRules(hydrated, 'tree')
-  const messages = lines ? presentEach(ruled, EXPORT_SELECTION) : undefined
+  const messages = lines ? presentEach(ruled, sel) : undefined
   return ruled.shown.map((item) => {
     const place = places.get(item.id)!
     const post = stored.get(item.id)!
@@ -154,6 +159,7 @@ function placeOf(id: string, place: ThreadMember) {
   }
 }
 
+/** A stored Post's row: its columns from the hydrated Post and its author. */
 function exportRow(post: StoredPost, place: ThreadMember, targets?: LoadedTargets): ExportRow {
   const metrics = post.raw.public_metrics
   const author = post.author_id === null ? undefined : targets?.users.get(post.author_id)
